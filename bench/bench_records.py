@@ -1,0 +1,126 @@
+"""Reading and building uncompressed v2 batches, and CRC-32C, against the peers.
+
+Peers, measured in the same run: kafka-python (pure Python) and aiokafka (Cython).
+Every reader validates the batch CRC, as consumers do by default (check.crcs).
+Ratios are "kcodec is N times faster" (peer median / kcodec median).
+
+    python bench/bench_records.py [--rounds N] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import crc32c as crc32c_package
+from aiokafka.record._crecords import DefaultRecordBatch as AioBatch
+from aiokafka.record._crecords import DefaultRecordBatchBuilder as AioBuilder
+from kafka.record.default_records import DefaultRecordBatch as KpBatch
+from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import interleaved, print_table, sample_records  # noqa: E402
+
+import kcodec  # noqa: E402
+
+RECORDS_PER_BATCH = 1000
+TARGETS = {("read", 100): 1.5, ("read", 1024): 3.0, ("build", 100): 1.5, ("build", 1024): 3.0,
+           ("crc32c", 65536): 0.9, ("crc32c", 1 << 20): 0.9}
+
+
+def read_kcodec(data: bytes) -> None:
+    for batch in kcodec.read_batches(data):
+        for r in batch:
+            r.value
+
+
+def read_aiokafka(data: bytes) -> None:
+    batch = AioBatch(data)
+    if not batch.validate_crc():
+        raise ValueError("crc")
+    for r in batch:
+        r.value
+
+
+def read_kafka_python(data: bytes) -> None:
+    batch = KpBatch(data)
+    if not batch.validate_crc():
+        raise ValueError("crc")
+    for r in batch:
+        r.value
+
+
+def build_kcodec(records: list[tuple[bytes, bytes, int]]) -> bytes:
+    builder = kcodec.BatchBuilder()
+    for key, value, ts in records:
+        builder.append(value, key=key, timestamp=ts)
+    return builder.build()
+
+
+def build_aiokafka(records: list[tuple[bytes, bytes, int]]) -> bytearray:
+    builder = AioBuilder(2, 0, 0, -1, -1, -1, 1 << 30)
+    for i, (key, value, ts) in enumerate(records):
+        builder.append(i, ts, key, value, [])
+    return builder.build()
+
+
+def build_kafka_python(records: list[tuple[bytes, bytes, int]]) -> bytearray:
+    builder = KpBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                        producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+    for i, (key, value, ts) in enumerate(records):
+        builder.append(i, timestamp=ts, key=key, value=value, headers=[])
+    return builder.build()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--quick", action="store_true", help="few rounds, for smoke tests")
+    args = parser.parse_args()
+    rounds = 3 if args.quick else args.rounds
+    results: dict[tuple[str, int], float] = {}
+    rows = []
+    for value_size in (100, 1024):
+        records = sample_records(RECORDS_PER_BATCH, value_size)
+        data = build_kcodec(records)
+        assert bytes(build_aiokafka(records)) == data  # same bytes from both builders
+        n = RECORDS_PER_BATCH
+        for op, contenders in (
+            ("read", {"kcodec": lambda: read_kcodec(data),
+                      "aiokafka": lambda: read_aiokafka(data),
+                      "kafka-python": lambda: read_kafka_python(data)}),
+            ("build", {"kcodec": lambda: build_kcodec(records),
+                       "aiokafka": lambda: build_aiokafka(records),
+                       "kafka-python": lambda: build_kafka_python(records)}),
+        ):
+            if args.quick:
+                contenders.pop("kafka-python")
+            medians = interleaved(contenders, rounds)
+            for name, seconds in medians.items():
+                ratio = None if name == "kcodec" else seconds / medians["kcodec"]
+                rows.append((f"{op} 1000 x {value_size} B", name, seconds, ratio,
+                             f"{n / seconds / 1e6:.2f} M rec/s"))
+            results[(op, value_size)] = medians["aiokafka"] / medians["kcodec"]
+    for size in (65536, 1 << 20):
+        blob = os.urandom(size)
+        medians = interleaved({"kcodec": lambda: kcodec.crc32c(blob),
+                               "crc32c": lambda: crc32c_package.crc32c(blob)}, rounds)
+        for name, seconds in medians.items():
+            ratio = None if name == "kcodec" else seconds / medians["kcodec"]
+            rows.append((f"crc32c {size // 1024} KiB", name, seconds, ratio,
+                         f"{size / seconds / 1e9:.1f} GB/s"))
+        results[("crc32c", size)] = medians["crc32c"] / medians["kcodec"]
+    print(f"kcodec {kcodec.__version__}, crc32c backend {kcodec.crc32c_backend()}, "
+          f"{rounds} interleaved rounds, medians")
+    print_table("uncompressed v2 batches, 1000 records, 16-byte keys", rows)
+    print("\ntargets (kcodec speed / peer speed, peer = aiokafka; crc32c package for CRC)")
+    for (op, size), target in TARGETS.items():
+        got = results[(op, size)]
+        print(f"  {op:<7} {size:>8} B  target >= {target:.1f}x  measured {got:.2f}x  "
+              f"{'met' if got >= target else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Timing helpers shared by the benchmarks: interleaved rounds, medians, ratio tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+Timings = dict[str, list[float]]
+
+
+def sample_value(size: int, seed: int = 0) -> bytes:
+    """A JSON-like event padded to ``size`` bytes."""
+    body = json.dumps({"user": f"user-{seed % 97:03d}", "event": "page_view", "page": "/checkout",
+                       "ts": 1700000000000 + seed, "agent": "Mozilla/5.0 (X11; Linux x86_64)",
+                       "pad": ""})
+    text = body[:-2] + "x" * max(0, size - len(body)) + '"}'
+    return text.encode()[:size]
+
+
+def sample_records(count: int, value_size: int) -> list[tuple[bytes, bytes, int]]:
+    """(16-byte key, value, timestamp) triples."""
+    return [(os.urandom(8).hex().encode(), sample_value(value_size, i), 1700000000000 + i)
+            for i in range(count)]
+
+
+def interleaved(contenders: dict[str, Callable[[], object]], rounds: int,
+                min_seconds: float = 0.02) -> dict[str, float]:
+    """Median seconds per call of each contender, measured round-robin so that the noise of
+    a shared machine falls on all of them alike."""
+    loops: dict[str, int] = {}
+    for name, fn in contenders.items():
+        fn()  # warm up
+        n, start = 1, time.perf_counter()
+        fn()
+        elapsed = time.perf_counter() - start
+        loops[name] = max(1, int(min_seconds / max(elapsed, 1e-9)))
+    samples: Timings = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            n = loops[name]
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            samples[name].append((time.perf_counter() - start) / n)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def print_table(title: str, rows: list[tuple[str, str, float, float | None, str]]) -> None:
+    """rows: (case, contender, seconds per op, ratio vs kcodec or None, unit-rate text)."""
+    print(f"\n{title}")
+    print(f"{'case':<28} {'implementation':<14} {'median':>11} {'rate':>16} {'kcodec is':>11}")
+    for case, name, seconds, ratio, rate in rows:
+        speed = "" if ratio is None else f"{ratio:.2f}x"
+        print(f"{case:<28} {name:<14} {seconds * 1e6:>9.1f}us {rate:>16} {speed:>11}")

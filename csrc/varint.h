@@ -1,0 +1,109 @@
+/*
+ * Zigzag varints (int32) and varlongs (int64) as Kafka writes them
+ * (ByteUtils.writeVarint / writeVarlong) and reads them (readVarint / readVarlong).
+ *
+ * Reading follows Java: at most 5 (varint) or 10 (varlong) bytes; a non-minimal
+ * encoding is accepted; bits beyond 32 (64) in the last byte are dropped.
+ * With strict != 0 those two leniencies are errors too.
+ */
+#ifndef KCODEC_VARINT_H
+#define KCODEC_VARINT_H
+
+#include <stdint.h>
+
+/* Results of the read functions: > 0 is the number of bytes consumed. */
+#define KC_VARINT_TRUNCATED 0      /* the input ended inside the varint */
+#define KC_VARINT_TOO_LONG (-1)    /* continuation bit set on the last allowed byte */
+#define KC_VARINT_NONCANONICAL (-2) /* strict only: overlong form or dropped bits */
+
+#define KC_VARINT_MAX 5
+#define KC_VARLONG_MAX 10
+
+static inline int kc_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out, int strict)
+{
+    if (p < end && p[0] < 0x80) {           /* one byte: the common case */
+        *out = (int32_t)((p[0] >> 1) ^ -(uint32_t)(p[0] & 1));
+        return 1;
+    }
+    uint32_t raw = 0;
+    for (int i = 0; i < KC_VARINT_MAX; i++) {
+        if (p + i >= end)
+            return KC_VARINT_TRUNCATED;
+        uint32_t b = p[i];
+        if (i == KC_VARINT_MAX - 1) {
+            if (b & 0x80)
+                return KC_VARINT_TOO_LONG;
+            if (strict && b > 0x0f)
+                return KC_VARINT_NONCANONICAL;
+        }
+        raw |= (b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            if (strict && b == 0 && i > 0)
+                return KC_VARINT_NONCANONICAL;
+            *out = (int32_t)((raw >> 1) ^ -(raw & 1));
+            return i + 1;
+        }
+    }
+    return KC_VARINT_TOO_LONG; /* not reached */
+}
+
+static inline int kc_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out, int strict)
+{
+    if (p < end && p[0] < 0x80) {
+        *out = (int64_t)((uint64_t)(p[0] >> 1) ^ -(uint64_t)(p[0] & 1));
+        return 1;
+    }
+    uint64_t raw = 0;
+    for (int i = 0; i < KC_VARLONG_MAX; i++) {
+        if (p + i >= end)
+            return KC_VARINT_TRUNCATED;
+        uint64_t b = p[i];
+        if (i == KC_VARLONG_MAX - 1) {
+            if (b & 0x80)
+                return KC_VARINT_TOO_LONG;
+            if (strict && b > 0x01)
+                return KC_VARINT_NONCANONICAL;
+        }
+        raw |= (b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            if (strict && b == 0 && i > 0)
+                return KC_VARINT_NONCANONICAL;
+            *out = (int64_t)((raw >> 1) ^ -(raw & 1));
+            return i + 1;
+        }
+    }
+    return KC_VARINT_TOO_LONG; /* not reached */
+}
+
+static inline uint32_t kc_zigzag32(int32_t v) { return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31); }
+static inline uint64_t kc_zigzag64(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+static inline int kc_sizeof_uvarint(uint64_t u)
+{
+    int n = 1;
+    while (u >= 0x80) {
+        u >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline int kc_sizeof_varint(int32_t v) { return kc_sizeof_uvarint(kc_zigzag32(v)); }
+static inline int kc_sizeof_varlong(int64_t v) { return kc_sizeof_uvarint(kc_zigzag64(v)); }
+
+/* Writes the minimal encoding; p needs room for 10 bytes. Returns the length. */
+static inline int kc_write_uvarint(uint8_t *p, uint64_t u)
+{
+    int n = 0;
+    while (u >= 0x80) {
+        p[n++] = (uint8_t)(u | 0x80);
+        u >>= 7;
+    }
+    p[n++] = (uint8_t)u;
+    return n;
+}
+
+static inline int kc_write_varint(uint8_t *p, int32_t v) { return kc_write_uvarint(p, kc_zigzag32(v)); }
+static inline int kc_write_varlong(uint8_t *p, int64_t v) { return kc_write_uvarint(p, kc_zigzag64(v)); }
+
+#endif

@@ -1,0 +1,43 @@
+"""kcodec: Apache Kafka record data, read and written byte-for-byte as Kafka does.
+
+The compiled core is required: if it cannot be imported, the ImportError says
+so instead of falling back to a slow path.
+"""
+
+from __future__ import annotations
+
+try:
+    from kcodec._batch import BatchReader, Record, RecordBatch, RecordIterator, read_batches
+    from kcodec._builder import BatchBuilder, empty_batch
+    from kcodec._crc32c import crc32c, crc32c_backend
+    from kcodec._varint import decode_varint, decode_varlong, encode_varint, encode_varlong
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "kcodec's compiled extensions are missing or broken "
+        f"({exc}); install kcodec with pip (it builds them) instead of importing the source tree"
+    ) from exc
+
+from kcodec import errors
+from kcodec.constants import Compression, ControlType, TimestampType
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BatchBuilder",
+    "BatchReader",
+    "Compression",
+    "ControlType",
+    "Record",
+    "RecordBatch",
+    "RecordIterator",
+    "TimestampType",
+    "crc32c",
+    "crc32c_backend",
+    "decode_varint",
+    "decode_varlong",
+    "empty_batch",
+    "encode_varint",
+    "encode_varlong",
+    "errors",
+    "read_batches",
+]

@@ -1,0 +1,450 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Reading record batches (magic 2) out of any buffer, without copying it.
+
+``read_batches`` frames the input exactly as Kafka's ``ByteBufferLogInputStream``
+does (FORMAT.md §2.9); a ``RecordBatch`` parses its 61-byte header at once and its
+records only when iterated. Keys, values and headers are copied into Python
+objects; the input itself is never copied and stays exported (so a bytearray
+cannot be resized and an mmap cannot be closed) while a batch refers to it.
+"""
+cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+from kcodec._crc32c cimport crc32c_update
+from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
+                             ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, LOG_OVERHEAD,
+                             MIN_ENTRY_SIZE, OFF_ATTRIBUTES, OFF_BASE_OFFSET,
+                             OFF_BASE_SEQUENCE, OFF_BASE_TIMESTAMP, OFF_CRC, OFF_LAST_OFFSET_DELTA,
+                             OFF_LEADER_EPOCH, OFF_LENGTH, OFF_MAGIC, OFF_MAX_TIMESTAMP,
+                             OFF_PRODUCER_EPOCH, OFF_PRODUCER_ID, OFF_RECORD_COUNT)
+from kcodec._native cimport (KC_ERR_EOF, KC_ERR_HEADER_COUNT, KC_ERR_HEADER_KEY,
+                             KC_ERR_RECORD_SIZE, KC_ERR_VARINT, KC_OK, kc_get_be16,
+                             kc_get_be32, kc_get_be64, kc_header, kc_record, kc_scan_header,
+                             kc_scan_record, kc_status)
+
+from kcodec.constants import Compression, ControlType, TimestampType
+from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError,
+                           NotSupportedError, RecordTooLargeError,
+                           UnsupportedCompressionTypeError)
+
+cdef object _CONTROL_TYPES = {int(t): t for t in ControlType}
+cdef object _UNKNOWN_CONTROL = ControlType.UNKNOWN
+cdef object _ABORT = ControlType.ABORT
+cdef object _COMMIT = ControlType.COMMIT
+
+
+@cython.final
+cdef class _Buffer:
+    """Holds the export of the caller's buffer for as long as batches refer to it."""
+    cdef Py_buffer view
+    cdef const uint8_t *data
+    cdef Py_ssize_t size
+    cdef object obj
+
+    def __cinit__(self, obj):
+        PyObject_GetBuffer(obj, &self.view, PyBUF_SIMPLE)
+        self.data = <const uint8_t *>self.view.buf
+        self.size = self.view.len
+        self.obj = obj
+
+    def __dealloc__(self):
+        PyBuffer_Release(&self.view)
+
+
+cdef inline int32_t _increment_sequence(int32_t sequence, int32_t increment) noexcept:
+    # DefaultRecordBatch.incrementSequence, in Java's wrapping int arithmetic.
+    if sequence > <int32_t>(<uint32_t>INT32_MAX - <uint32_t>increment):
+        return <int32_t>(<uint32_t>increment - (<uint32_t>INT32_MAX - <uint32_t>sequence) - 1)
+    return <int32_t>(<uint32_t>sequence + <uint32_t>increment)
+
+
+cdef inline int64_t _add64(int64_t a, int64_t b) noexcept:
+    return <int64_t>(<uint64_t>a + <uint64_t>b)
+
+
+@cython.final
+@cython.freelist(256)
+@cython.no_gc  # holds only ints, bytes and a list of (str, bytes) pairs: no cycles
+cdef class Record:
+    """One record of a batch. Plain data: it does not refer to the input buffer."""
+    cdef readonly int64_t offset
+    cdef readonly int64_t timestamp
+    cdef readonly object key
+    cdef readonly object value
+    cdef list _headers                 # None until asked for, when the record has none
+    cdef readonly int32_t sequence
+    cdef readonly int attributes
+    cdef readonly object control_type
+    cdef readonly object coordinator_epoch
+
+    @property
+    def headers(self):
+        """The headers as a list of ``(str, bytes or None)`` pairs."""
+        if self._headers is None:
+            self._headers = []
+        return self._headers
+
+    def __repr__(self):
+        text = (f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
+                f"value={self.value!r}, headers={self.headers!r}")
+        if self.control_type is not None:
+            text += f", control_type={self.control_type!r}, coordinator_epoch={self.coordinator_epoch!r}"
+        return text + ")"
+
+
+cdef object _status_error(kc_status status, Py_ssize_t position, bint decompressed):
+    where = " in the decompressed records" if decompressed else ""
+    if status == KC_ERR_EOF:
+        message = "Incorrect declared batch size, premature EOF reached" + where
+    elif status == KC_ERR_VARINT:
+        message = "varint is too long or not minimal" + where
+    elif status == KC_ERR_HEADER_COUNT:
+        message = "invalid number of record headers" + where
+    elif status == KC_ERR_HEADER_KEY:
+        message = "invalid negative header key size" + where
+    else:
+        message = "record fields disagree with the record's declared size" + where
+    return InvalidRecordError(message, position=position)
+
+
+@cython.final
+cdef class RecordIterator:
+    """Iterates the records of one batch, decoding each on demand."""
+    cdef RecordBatch _batch
+    cdef object _owner              # keeps the records region alive
+    cdef const uint8_t *_start
+    cdef const uint8_t *_p
+    cdef const uint8_t *_end
+    cdef Py_ssize_t _start_position # input position of _start, or of the batch if decompressed
+    cdef bint _decompressed
+    cdef int32_t _remaining
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._remaining <= 0:
+            raise StopIteration
+        return self._next()
+
+    cdef Py_ssize_t _position(self, const uint8_t *at):
+        if self._decompressed:
+            return self._start_position
+        return self._start_position + (at - self._start)
+
+    cdef Record _next(self):
+        cdef RecordBatch batch = self._batch
+        cdef kc_record r
+        cdef const uint8_t *at = self._p
+        cdef kc_status status = kc_scan_record(&self._p, self._end, 1, batch._strict, &r)
+        if status != KC_OK:
+            self._remaining = 0
+            raise _status_error(status, self._position(at), self._decompressed)
+        self._remaining -= 1
+        if self._remaining == 0 and self._p != self._end:
+            raise InvalidRecordError(
+                "Incorrect declared batch size, records still remaining in file",
+                position=self._position(self._p))
+
+        cdef Record rec = Record.__new__(Record)
+        rec.offset = _add64(batch.base_offset, r.offset_delta)
+        if batch.attributes & ATTR_LOG_APPEND_TIME:
+            rec.timestamp = batch.max_timestamp
+        else:
+            rec.timestamp = _add64(batch.base_timestamp, r.timestamp_delta)
+        rec.sequence = (_increment_sequence(batch.base_sequence, r.offset_delta)
+                        if batch.base_sequence >= 0 else -1)
+        rec.attributes = r.attributes
+        rec.key = None if r.key == NULL else PyBytes_FromStringAndSize(<const char *>r.key, r.key_len)
+        rec.value = (None if r.value == NULL
+                     else PyBytes_FromStringAndSize(<const char *>r.value, r.value_len))
+        if r.header_count:
+            rec._headers = _headers(&r, batch._strict)
+        if batch.attributes & ATTR_CONTROL:
+            _decode_control(rec, self._position(at))
+        return rec
+
+
+cdef list _headers(kc_record *r, bint strict):
+    cdef list headers = []
+    cdef const uint8_t *q = r.headers
+    cdef kc_header h
+    cdef int32_t i
+    for i in range(r.header_count):
+        if kc_scan_header(&q, r.end, &h, strict) != KC_OK:
+            raise AssertionError("header changed after kc_scan_record checked it")
+        headers.append((
+            PyUnicode_DecodeUTF8(<const char *>h.key, h.key_len, "replace"),
+            None if h.value == NULL else PyBytes_FromStringAndSize(<const char *>h.value, h.value_len),
+        ))
+    return headers
+
+
+cdef int _decode_control(Record rec, Py_ssize_t position) except -1:
+    # ControlRecordType.parse and EndTransactionMarker.deserializeValue.
+    cdef bytes key = rec.key
+    if key is None or len(key) < 4:
+        raise InvalidRecordError("control record key must hold at least 4 bytes", position=position)
+    cdef const uint8_t *k = <const uint8_t *><const char *>key
+    if <int16_t>kc_get_be16(k) < 0:
+        raise InvalidRecordError("invalid control record key version", position=position)
+    control_type = _CONTROL_TYPES.get(<int16_t>kc_get_be16(k + 2), _UNKNOWN_CONTROL)
+    rec.control_type = control_type
+    if control_type is not _ABORT and control_type is not _COMMIT:
+        return 0
+    cdef bytes value = rec.value
+    if value is None or len(value) < 6:
+        raise InvalidRecordError("end transaction marker value must hold at least 6 bytes",
+                                 position=position)
+    cdef const uint8_t *v = <const uint8_t *><const char *>value
+    if <int16_t>kc_get_be16(v) < 0:
+        raise InvalidRecordError("invalid end transaction marker version", position=position)
+    rec.coordinator_epoch = <int32_t>kc_get_be32(v + 2)
+    return 0
+
+
+@cython.final
+cdef class RecordBatch:
+    """A magic-2 record batch: its header fields, and its records when iterated."""
+    cdef _Buffer _buf
+    cdef const uint8_t *_p
+    cdef bint _strict
+    cdef readonly Py_ssize_t position
+    cdef readonly Py_ssize_t size
+    cdef readonly int64_t base_offset
+    cdef readonly int32_t batch_length
+    cdef readonly int32_t partition_leader_epoch
+    cdef readonly int magic
+    cdef readonly uint32_t crc
+    cdef readonly int attributes
+    cdef readonly int32_t last_offset_delta
+    cdef readonly int64_t base_timestamp
+    cdef readonly int64_t max_timestamp
+    cdef readonly int64_t producer_id
+    cdef readonly int producer_epoch
+    cdef readonly int32_t base_sequence
+    cdef readonly int32_t record_count
+
+    def __init__(self):
+        raise TypeError("RecordBatch objects come from kcodec.read_batches()")
+
+    @property
+    def last_offset(self):
+        return _add64(self.base_offset, self.last_offset_delta)
+
+    @property
+    def next_offset(self):
+        return _add64(self.base_offset, <int64_t>self.last_offset_delta + 1)
+
+    @property
+    def compression_id(self):
+        """The raw codec id, attribute bits 0-2."""
+        return self.attributes & ATTR_CODEC
+
+    @property
+    def compression(self):
+        """The codec as a :class:`Compression`; ids 6 and 7 raise."""
+        cdef int codec = self.attributes & ATTR_CODEC
+        if codec > 5:
+            raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
+                                                  position=self.position)
+        return Compression(codec)
+
+    @property
+    def timestamp_type(self):
+        if self.attributes & ATTR_LOG_APPEND_TIME:
+            return TimestampType.LOG_APPEND_TIME
+        return TimestampType.CREATE_TIME
+
+    @property
+    def is_transactional(self):
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def is_control(self):
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def has_delete_horizon(self):
+        return bool(self.attributes & ATTR_DELETE_HORIZON)
+
+    @property
+    def delete_horizon_ms(self):
+        """The delete horizon (bit 6 set: it is held in base_timestamp), else None."""
+        return self.base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
+
+    @property
+    def has_producer_id(self):
+        return self.producer_id > -1
+
+    @property
+    def last_sequence(self):
+        if self.base_sequence == -1:
+            return -1
+        return _increment_sequence(self.base_sequence, self.last_offset_delta)
+
+    @property
+    def buffer(self):
+        """The batch's bytes as a memoryview of the input (no copy)."""
+        return memoryview(self._buf.obj)[self.position:self.position + self.size]
+
+    def compute_crc(self):
+        """The CRC-32C of the batch's bytes from offset 21, as the ``crc`` field should hold."""
+        return crc32c_update(0, self._p + CRC_START, <size_t>(self.size - CRC_START))
+
+    def is_valid(self):
+        """True when the stored CRC matches the batch's bytes (Java ``isValid``)."""
+        return self.compute_crc() == self.crc
+
+    def ensure_valid(self):
+        """Raise :class:`~kcodec.errors.ChecksumError` unless the CRC matches."""
+        cdef uint32_t computed = self.compute_crc()
+        if computed != self.crc:
+            raise ChecksumError(
+                f"Record batch is corrupt (stored crc = {self.crc}, computed crc = {computed})",
+                position=self.position, stored=self.crc, computed=computed)
+
+    def __iter__(self):
+        return self._iterator()
+
+    def records(self):
+        """Every record, as a list (the same as ``list(batch)``, faster)."""
+        cdef RecordIterator it = self._iterator()
+        cdef list out = []
+        while it._remaining > 0:
+            out.append(it._next())
+        return out
+
+    cdef RecordIterator _iterator(self):
+        cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
+        it._batch = self
+        if self.record_count < 0:
+            raise InvalidRecordError(f"Found invalid record count {self.record_count}",
+                                     position=self.position + OFF_RECORD_COUNT)
+        it._remaining = self.record_count
+        if self.record_count == 0:
+            return it  # Kafka does not look at the records section at all
+        cdef int codec = self.attributes & ATTR_CODEC
+        if codec == 0:
+            it._owner = self._buf
+            it._start = self._p + HEADER_SIZE
+            it._end = self._p + self.size
+            it._start_position = self.position + HEADER_SIZE
+            it._p = it._start
+            return it
+        if codec > 4:
+            raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
+                                                  position=self.position + CRC_START)
+        raise NotSupportedError(f"compressed batches ({Compression(codec).name.lower()}) "
+                                "are not supported by this build", position=self.position)
+
+    def __repr__(self):
+        return (f"RecordBatch(position={self.position}, base_offset={self.base_offset}, "
+                f"last_offset={self.last_offset}, record_count={self.record_count}, "
+                f"compression={self.compression_id}, size={self.size})")
+
+
+cdef RecordBatch _parse_batch(_Buffer buf, Py_ssize_t position, Py_ssize_t size, bint strict):
+    cdef const uint8_t *p = buf.data + position
+    if size < HEADER_SIZE:
+        raise CorruptRecordError(
+            f"Record batch is corrupt (the size {size} is smaller than the minimum allowed "
+            f"overhead {HEADER_SIZE})", position=position)
+    cdef RecordBatch b = RecordBatch.__new__(RecordBatch)
+    b._buf = buf
+    b._p = p
+    b._strict = strict
+    b.position = position
+    b.size = size
+    b.base_offset = <int64_t>kc_get_be64(p + OFF_BASE_OFFSET)
+    b.batch_length = <int32_t>kc_get_be32(p + OFF_LENGTH)
+    b.partition_leader_epoch = <int32_t>kc_get_be32(p + OFF_LEADER_EPOCH)
+    b.magic = p[OFF_MAGIC]
+    b.crc = kc_get_be32(p + OFF_CRC)
+    b.attributes = kc_get_be16(p + OFF_ATTRIBUTES)
+    b.last_offset_delta = <int32_t>kc_get_be32(p + OFF_LAST_OFFSET_DELTA)
+    b.base_timestamp = <int64_t>kc_get_be64(p + OFF_BASE_TIMESTAMP)
+    b.max_timestamp = <int64_t>kc_get_be64(p + OFF_MAX_TIMESTAMP)
+    b.producer_id = <int64_t>kc_get_be64(p + OFF_PRODUCER_ID)
+    b.producer_epoch = <int16_t>kc_get_be16(p + OFF_PRODUCER_EPOCH)
+    b.base_sequence = <int32_t>kc_get_be32(p + OFF_BASE_SEQUENCE)
+    b.record_count = <int32_t>kc_get_be32(p + OFF_RECORD_COUNT)
+    return b
+
+
+@cython.final
+cdef class BatchReader:
+    """Iterates the batches of a buffer (returned by :func:`read_batches`).
+
+    After iteration, ``valid_bytes`` is where the last whole batch ended and
+    ``trailing_bytes`` how many bytes after it were ignored as a partial batch,
+    as Kafka ignores them.
+    """
+    cdef _Buffer _buf
+    cdef Py_ssize_t _pos
+    cdef bint _validate_crc
+    cdef bint _strict
+    cdef Py_ssize_t _max_batch_size
+    cdef readonly Py_ssize_t trailing_bytes
+
+    def __iter__(self):
+        return self
+
+    @property
+    def valid_bytes(self):
+        return self._pos
+
+    def __next__(self):
+        cdef const uint8_t *p = self._buf.data + self._pos
+        cdef Py_ssize_t remaining = self._buf.size - self._pos
+        cdef Py_ssize_t position = self._pos
+        self.trailing_bytes = remaining
+        if remaining < LOG_OVERHEAD:
+            raise StopIteration
+        cdef int32_t size_field = <int32_t>kc_get_be32(p + OFF_LENGTH)
+        if size_field < MIN_ENTRY_SIZE:
+            raise CorruptRecordError(
+                f"Record size {size_field} is less than the minimum record overhead "
+                f"({MIN_ENTRY_SIZE})", position=position)
+        cdef Py_ssize_t size = <Py_ssize_t>size_field + LOG_OVERHEAD
+        if self._max_batch_size >= 0 and size > self._max_batch_size:
+            raise RecordTooLargeError(
+                f"batch of {size} bytes is larger than the limit of {self._max_batch_size}",
+                position=position)
+        if remaining <= OFF_MAGIC:
+            raise StopIteration
+        cdef int magic = <signed char>p[OFF_MAGIC]
+        if magic < 0 or magic > 2:
+            raise CorruptRecordError(f"Invalid magic found in record: {magic}", position=position)
+        if remaining < size:
+            raise StopIteration
+        if magic < 2:
+            raise NotSupportedError(f"magic {magic} message sets are not supported by this build",
+                                    position=position)
+        cdef RecordBatch batch = _parse_batch(self._buf, position, size, self._strict)
+        if self._validate_crc:
+            batch.ensure_valid()
+        self._pos += size
+        self.trailing_bytes = self._buf.size - self._pos
+        return batch
+
+
+def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_size=None):
+    """Iterate the record batches in ``data`` (bytes, bytearray, memoryview, mmap, ...).
+
+    Batches are framed as Kafka frames a fetch response or a log segment: a
+    partial batch at the end is not an error (see ``BatchReader.trailing_bytes``);
+    any other malformation raises a :mod:`kcodec.errors` exception naming its
+    byte position. ``validate_crc`` checks each batch's CRC-32C before yielding
+    it; ``strict`` also rejects varints Kafka would tolerate; ``max_batch_size``
+    rejects larger batches with RecordTooLargeError.
+    """
+    cdef BatchReader reader = BatchReader.__new__(BatchReader)
+    reader._buf = _Buffer(data)
+    reader._validate_crc = validate_crc
+    reader._strict = strict
+    reader._max_batch_size = -1 if max_batch_size is None else max_batch_size
+    return reader

@@ -1,0 +1,450 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Building record batches (magic 2) byte-for-byte as Kafka's MemoryRecordsBuilder.
+
+Records are encoded into a scratch buffer taken from a small pool of spare
+buffers (as the Java producer's BufferPool reuses its buffers), so steady-state
+building touches no fresh memory until ``build()`` copies the finished batch
+into its bytes object: one copy of each key, value and header, one CRC pass.
+"""
+cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+
+from kcodec._crc32c cimport crc32c_update
+from kcodec._layout cimport (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
+                             ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, LOG_OVERHEAD,
+                             OFF_ATTRIBUTES, OFF_BASE_OFFSET, OFF_BASE_SEQUENCE,
+                             OFF_BASE_TIMESTAMP, OFF_CRC, OFF_LAST_OFFSET_DELTA,
+                             OFF_LEADER_EPOCH, OFF_LENGTH, OFF_MAGIC, OFF_MAX_TIMESTAMP,
+                             OFF_PRODUCER_EPOCH, OFF_PRODUCER_ID, OFF_RECORD_COUNT)
+from kcodec._native cimport (kc_put_be16, kc_put_be32, kc_put_be64, kc_sizeof_varint,
+                             kc_sizeof_varlong, kc_write_varint, kc_write_varlong)
+
+from kcodec.constants import Compression, ControlType, TimestampType
+from kcodec.errors import NotSupportedError, RecordTooLargeError
+
+
+cdef extern from "<time.h>" nogil:
+    cdef struct timespec:
+        long tv_sec
+        long tv_nsec
+    int TIME_UTC
+    int timespec_get(timespec *ts, int base)
+
+
+cdef int64_t _now_ms() noexcept:
+    cdef timespec ts
+    timespec_get(&ts, TIME_UTC)
+    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+
+
+cdef enum:
+    MAX_VARINT = 5
+    INITIAL_CAPACITY = 16384
+    HEADERS_ON_STACK = 8
+    SPARE_BUFFERS = 4                 # buffers kept for reuse ...
+    SPARE_MAX_SIZE = 16 * 1024 * 1024 # ... when no larger than this
+
+
+cdef struct _Scratch:
+    uint8_t *data
+    size_t capacity
+
+
+cdef _Scratch _spares[SPARE_BUFFERS]
+cdef int _n_spares = 0
+
+
+cdef _Scratch _scratch_take(size_t at_least) noexcept:
+    """A spare buffer (any size; the caller grows it), or a new one. data is NULL on failure."""
+    global _n_spares
+    cdef _Scratch s
+    if _n_spares > 0:
+        _n_spares -= 1
+        return _spares[_n_spares]
+    s.capacity = at_least
+    s.data = <uint8_t *>PyMem_RawMalloc(at_least)
+    return s
+
+
+cdef void _scratch_give_back(_Scratch s) noexcept:
+    global _n_spares
+    if s.data == NULL:
+        return
+    if _n_spares < SPARE_BUFFERS and s.capacity <= SPARE_MAX_SIZE:
+        _spares[_n_spares] = s
+        _n_spares += 1
+    else:
+        PyMem_RawFree(s.data)
+
+
+cdef struct _Span:
+    const uint8_t *data
+    Py_ssize_t size           # -1: null
+
+
+@cython.final
+cdef class _Borrowed:
+    """Exports of the non-bytes buffers handed to one append, released together."""
+    cdef Py_buffer *views
+    cdef int count
+    cdef int capacity
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(self.count):
+            PyBuffer_Release(&self.views[i])
+        PyMem_Free(self.views)
+
+    cdef _Span span(self, object obj) except *:
+        cdef _Span s
+        cdef Py_buffer *view
+        if _plain_span(obj, &s):
+            return s
+        if isinstance(obj, str):
+            raise TypeError("keys, values and header values must be bytes-like, not str")
+        if self.count == self.capacity:
+            self._grow()
+        view = &self.views[self.count]
+        PyObject_GetBuffer(obj, view, PyBUF_SIMPLE)
+        self.count += 1
+        s.data = <const uint8_t *>view.buf
+        s.size = view.len
+        return s
+
+    cdef _Span header_key(self, object key) except *:
+        cdef _Span s
+        cdef Py_ssize_t n
+        if isinstance(key, str):
+            s.data = <const uint8_t *>PyUnicode_AsUTF8AndSize(key, &n)
+            s.size = n
+            return s
+        if key is None:
+            raise ValueError("header keys must not be None")
+        return self.span(key)
+
+    cdef int _grow(self) except -1:
+        cdef int capacity = 4 if self.capacity == 0 else 2 * self.capacity
+        cdef Py_buffer *views = <Py_buffer *>PyMem_Malloc(capacity * sizeof(Py_buffer))
+        if views == NULL:
+            raise MemoryError()
+        if self.count:
+            memcpy(views, self.views, self.count * sizeof(Py_buffer))
+        PyMem_Free(self.views)
+        self.views = views
+        self.capacity = capacity
+        return 0
+
+
+cdef inline bint _plain_span(object obj, _Span *s) noexcept:
+    """Fill *s for None or bytes (the common, borrow-free cases); False for anything else."""
+    if obj is None:
+        s.data = NULL
+        s.size = -1
+        return True
+    if type(obj) is bytes:
+        s.data = <const uint8_t *>PyBytes_AS_STRING(obj)
+        s.size = PyBytes_GET_SIZE(obj)
+        return True
+    return False
+
+
+cdef inline Py_ssize_t _field_size(_Span s) noexcept:
+    if s.size < 0:
+        return 1
+    return kc_sizeof_varint(<int32_t>s.size) + s.size
+
+
+cdef inline uint8_t *_put_field(uint8_t *p, _Span s) noexcept:
+    if s.size < 0:
+        return p + kc_write_varint(p, -1)
+    p += kc_write_varint(p, <int32_t>s.size)
+    memcpy(p, s.data, s.size)
+    return p + s.size
+
+
+@cython.final
+cdef class BatchBuilder:
+    """Build one magic-2 record batch, as Kafka's ``MemoryRecordsBuilder``.
+
+    Keyword arguments: ``base_offset``; ``partition_leader_epoch`` (-1, as the
+    Java producer writes it); ``producer_id``, ``producer_epoch`` and
+    ``base_sequence`` (-1 for none); ``is_transactional``; ``is_control`` (for
+    end-transaction markers, see :meth:`append_end_txn_marker`);
+    ``timestamp_type`` with ``log_append_time`` (defaults to now); and
+    ``delete_horizon_ms`` (kept in base_timestamp, attribute bit 6 set).
+    """
+    cdef _Scratch _buf             # the batch under construction, header space first
+    cdef Py_ssize_t _len
+    cdef object _built
+    cdef int _attributes
+    cdef int64_t _base_offset
+    cdef int64_t _last_offset
+    cdef int32_t _leader_epoch
+    cdef int64_t _producer_id
+    cdef int16_t _producer_epoch
+    cdef int32_t _base_sequence
+    cdef bint _has_delete_horizon
+    cdef int64_t _log_append_time
+    cdef int64_t _base_timestamp
+    cdef int64_t _max_timestamp
+    cdef int32_t _count
+
+    def __cinit__(self):
+        self._buf = _scratch_take(INITIAL_CAPACITY)
+        if self._buf.data == NULL:
+            raise MemoryError()
+        self._len = HEADER_SIZE
+
+    def __dealloc__(self):
+        _scratch_give_back(self._buf)
+
+    def __init__(self, *, int magic=2, compression=Compression.NONE, level=None,
+                 int64_t base_offset=0, int32_t partition_leader_epoch=-1,
+                 int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
+                 bint is_transactional=False, bint is_control=False,
+                 timestamp_type=TimestampType.CREATE_TIME, log_append_time=None,
+                 delete_horizon_ms=None):
+        if magic != 2:
+            raise NotSupportedError(f"building magic {magic} is not supported by this build")
+        codec = Compression.parse(compression)
+        if codec != Compression.NONE:
+            raise NotSupportedError(
+                f"building {codec.name.lower()} batches is not supported by this build")
+        if level is not None:
+            raise ValueError("a compression level needs a codec")
+        ts_type = TimestampType(timestamp_type)
+        if ts_type == TimestampType.NO_TIMESTAMP_TYPE:
+            raise ValueError("a v2 batch has CreateTime or LogAppendTime timestamps")
+        self._attributes = codec
+        self._log_append_time = -1
+        if ts_type == TimestampType.LOG_APPEND_TIME:
+            self._attributes |= ATTR_LOG_APPEND_TIME
+            self._log_append_time = _now_ms() if log_append_time is None else log_append_time
+        elif log_append_time is not None:
+            raise ValueError("log_append_time needs timestamp_type=LOG_APPEND_TIME")
+        if is_transactional:
+            self._attributes |= ATTR_TRANSACTIONAL
+        if is_control:
+            self._attributes |= ATTR_CONTROL
+        self._has_delete_horizon = delete_horizon_ms is not None
+        if self._has_delete_horizon:
+            self._attributes |= ATTR_DELETE_HORIZON
+            self._base_timestamp = delete_horizon_ms
+        self._base_offset = base_offset
+        self._last_offset = base_offset - 1
+        self._leader_epoch = partition_leader_epoch
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+        self._max_timestamp = -1
+
+    @property
+    def record_count(self):
+        return self._count
+
+    @property
+    def size_in_bytes(self):
+        """The size of the batch so far, header included."""
+        return self._len
+
+    @property
+    def next_offset(self):
+        return self._last_offset + 1
+
+    def append(self, value, key=None, timestamp=None, headers=(), offset=None):
+        """Append a record and return its offset.
+
+        ``value`` and ``key`` are bytes-like or None. ``timestamp`` is in epoch
+        milliseconds (None: now; -1: none). ``headers`` is a sequence of
+        ``(str, bytes-like or None)`` pairs. ``offset`` defaults to the next one.
+        """
+        if self._attributes & ATTR_CONTROL:
+            raise ValueError("a control batch holds only control records "
+                             "(see append_end_txn_marker)")
+        cdef _Span k, v
+        if not headers and _plain_span(key, &k) and _plain_span(value, &v):
+            return self._write_record(timestamp, offset, k, v, NULL, NULL, 0)
+        return self._append_general(value, key, timestamp, headers, offset)
+
+    cdef object _append_general(self, value, key, timestamp, headers, offset):
+        """append() for any bytes-like arguments and any number of headers."""
+        cdef _Borrowed borrowed = _Borrowed.__new__(_Borrowed)
+        cdef _Span hk_stack[HEADERS_ON_STACK]
+        cdef _Span hv_stack[HEADERS_ON_STACK]
+        cdef _Span *hk = hk_stack
+        cdef _Span *hv = hv_stack
+        cdef Py_ssize_t n_headers = len(headers)
+        cdef Py_ssize_t i
+        if n_headers > HEADERS_ON_STACK:
+            hk = <_Span *>PyMem_Malloc(2 * n_headers * sizeof(_Span))
+            if hk == NULL:
+                raise MemoryError()
+            hv = hk + n_headers
+        try:
+            for i in range(n_headers):
+                header_key, header_value = headers[i]
+                hk[i] = borrowed.header_key(header_key)
+                hv[i] = borrowed.span(header_value)
+            return self._write_record(timestamp, offset, borrowed.span(key),
+                                      borrowed.span(value), hk, hv, n_headers)
+        finally:
+            if hk != hk_stack:
+                PyMem_Free(hk)
+
+    def append_end_txn_marker(self, control_type, int32_t coordinator_epoch, timestamp=None):
+        """Append a COMMIT or ABORT marker (the batch must be ``is_control``); returns its offset."""
+        if not self._attributes & ATTR_CONTROL:
+            raise ValueError("end transaction markers go into a control batch (is_control=True)")
+        ctype = ControlType(control_type)
+        if ctype not in (ControlType.ABORT, ControlType.COMMIT):
+            raise ValueError("an end transaction marker is ABORT or COMMIT")
+        # ControlRecordType key (version 0, type) and EndTransactionMarker value (version 0, epoch)
+        key = (<int>ctype).to_bytes(4, "big")
+        value = b"\x00\x00" + coordinator_epoch.to_bytes(4, "big", signed=True)
+        cdef _Borrowed borrowed = _Borrowed.__new__(_Borrowed)
+        return self._write_record(timestamp, None, borrowed.span(key), borrowed.span(value),
+                                  NULL, NULL, 0)
+
+    cdef int64_t _write_record(self, timestamp, offset, _Span k, _Span v,
+                               _Span *hk, _Span *hv, Py_ssize_t n_headers) except? -2:
+        if self._built is not None:
+            raise ValueError("the batch was already built")
+        cdef int64_t ts = _now_ms() if timestamp is None else timestamp
+        if ts < 0 and ts != -1:
+            raise ValueError(f"Invalid negative timestamp {ts}")
+        cdef int64_t off = self._last_offset + 1 if offset is None else offset
+        if off <= self._last_offset:
+            raise ValueError(f"Illegal offset {off} following previous offset {self._last_offset} "
+                             "(offsets must increase)")
+        if off - self._base_offset > INT32_MAX:
+            raise ValueError(f"offset {off} is too far from base offset {self._base_offset}")
+        if self._count == INT32_MAX:
+            raise RecordTooLargeError("a batch holds at most 2147483647 records")
+        if n_headers > INT32_MAX:
+            raise RecordTooLargeError("too many headers")
+
+        cdef int64_t base_ts = ts if self._count == 0 and not self._has_delete_horizon \
+            else self._base_timestamp
+        cdef int64_t ts_delta = <int64_t>(<uint64_t>ts - <uint64_t>base_ts)
+        cdef int32_t off_delta = <int32_t>(off - self._base_offset)
+        cdef Py_ssize_t body = (1 + kc_sizeof_varlong(ts_delta) + kc_sizeof_varint(off_delta)
+                                + _field_size(k) + _field_size(v)
+                                + kc_sizeof_varint(<int32_t>n_headers))
+        cdef Py_ssize_t i
+        for i in range(n_headers):
+            body += _field_size(hk[i]) + _field_size(hv[i])
+        if body > INT32_MAX - MAX_VARINT:
+            raise RecordTooLargeError(f"a record of {body} bytes is too large")
+
+        cdef uint8_t *p = self._reserve(MAX_VARINT + body)
+        cdef uint8_t *start = p
+        p += kc_write_varint(p, <int32_t>body)
+        p[0] = 0  # record attributes: unused, always 0
+        p += 1
+        p += kc_write_varlong(p, ts_delta)
+        p += kc_write_varint(p, off_delta)
+        p = _put_field(p, k)
+        p = _put_field(p, v)
+        p += kc_write_varint(p, <int32_t>n_headers)
+        for i in range(n_headers):
+            p = _put_field(p, hk[i])
+            p = _put_field(p, hv[i])
+
+        self._len += p - start
+        self._count += 1
+        self._base_timestamp = base_ts
+        self._last_offset = off
+        if ts > self._max_timestamp:
+            self._max_timestamp = ts
+        return off
+
+    cdef uint8_t *_reserve(self, Py_ssize_t extra) except NULL:
+        """Room for ``extra`` more bytes; returns where they start."""
+        cdef Py_ssize_t need = self._len + extra
+        cdef size_t capacity
+        cdef uint8_t *grown
+        if need > INT32_MAX:
+            raise RecordTooLargeError(f"the batch would grow to {need} bytes, past 2 GiB")
+        if <size_t>need > self._buf.capacity:
+            capacity = max(<size_t>need, 2 * self._buf.capacity)
+            grown = <uint8_t *>PyMem_RawRealloc(self._buf.data, capacity)
+            if grown == NULL:
+                raise MemoryError()
+            self._buf.data = grown
+            self._buf.capacity = capacity
+        return self._buf.data + self._len
+
+    def build(self):
+        """The batch's bytes (``b""`` when nothing was appended, as Java). Appending ends here."""
+        if self._built is not None:
+            return self._built
+        if self._count == 0:
+            self._built = b""
+            return self._built
+        cdef uint8_t *p = self._buf.data
+        cdef int64_t max_ts = (self._log_append_time if self._attributes & ATTR_LOG_APPEND_TIME
+                               else self._max_timestamp)
+        _write_header(p, self._len, self._base_offset,
+                      <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
+                      self._attributes, self._base_timestamp, max_ts, self._producer_id,
+                      self._producer_epoch, self._base_sequence, self._count)
+        self._built = PyBytes_FromStringAndSize(<char *>p, self._len)
+        _scratch_give_back(self._buf)
+        self._buf.data = NULL
+        return self._built
+
+    @classmethod
+    def end_txn_marker(cls, control_type, *, int64_t producer_id, int16_t producer_epoch,
+                       int32_t coordinator_epoch, int64_t base_offset=0,
+                       int32_t partition_leader_epoch=-1, timestamp=None):
+        """A whole end-transaction batch as the broker writes it (``withEndTransactionMarker``)."""
+        builder = cls(base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
+                      producer_id=producer_id, producer_epoch=producer_epoch,
+                      is_transactional=True, is_control=True)
+        builder.append_end_txn_marker(control_type, coordinator_epoch, timestamp)
+        return builder.build()
+
+
+cdef void _write_header(uint8_t *p, Py_ssize_t size, int64_t base_offset,
+                        int32_t last_offset_delta, int32_t leader_epoch, int attributes,
+                        int64_t base_timestamp, int64_t max_timestamp, int64_t producer_id,
+                        int16_t producer_epoch, int32_t base_sequence,
+                        int32_t count) noexcept:
+    kc_put_be64(p + OFF_BASE_OFFSET, <uint64_t>base_offset)
+    kc_put_be32(p + OFF_LENGTH, <uint32_t>(size - LOG_OVERHEAD))
+    kc_put_be32(p + OFF_LEADER_EPOCH, <uint32_t>leader_epoch)
+    p[OFF_MAGIC] = 2
+    kc_put_be16(p + OFF_ATTRIBUTES, <uint16_t>attributes)
+    kc_put_be32(p + OFF_LAST_OFFSET_DELTA, <uint32_t>last_offset_delta)
+    kc_put_be64(p + OFF_BASE_TIMESTAMP, <uint64_t>base_timestamp)
+    kc_put_be64(p + OFF_MAX_TIMESTAMP, <uint64_t>max_timestamp)
+    kc_put_be64(p + OFF_PRODUCER_ID, <uint64_t>producer_id)
+    kc_put_be16(p + OFF_PRODUCER_EPOCH, <uint16_t>producer_epoch)
+    kc_put_be32(p + OFF_BASE_SEQUENCE, <uint32_t>base_sequence)
+    kc_put_be32(p + OFF_RECORD_COUNT, <uint32_t>count)
+    kc_put_be32(p + OFF_CRC, crc32c_update(0, p + CRC_START, <size_t>(size - CRC_START)))
+
+
+def empty_batch(*, int64_t base_offset, int64_t last_offset, int64_t max_timestamp,
+                int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
+                int32_t partition_leader_epoch=-1, bint is_transactional=False,
+                bint is_control=False, timestamp_type=TimestampType.CREATE_TIME):
+    """A 61-byte batch with no records, as the log cleaner keeps one (``writeEmptyHeader``)."""
+    cdef int attributes = 0
+    if TimestampType(timestamp_type) == TimestampType.LOG_APPEND_TIME:
+        attributes |= ATTR_LOG_APPEND_TIME
+    if is_transactional:
+        attributes |= ATTR_TRANSACTIONAL
+    if is_control:
+        attributes |= ATTR_CONTROL
+    out = bytearray(HEADER_SIZE)
+    cdef uint8_t *p = <uint8_t *><char *>out
+    _write_header(p, HEADER_SIZE, base_offset, <int32_t>(last_offset - base_offset),
+                  partition_leader_epoch, attributes, -1, max_timestamp, producer_id,
+                  producer_epoch, base_sequence, 0)
+    return bytes(out)

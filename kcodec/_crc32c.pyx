@@ -1,0 +1,45 @@
+# cython: language_level=3
+"""CRC-32C over any buffer, with the backend chosen at import (see csrc/crc32c.h)."""
+import os
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.stdint cimport uint32_t
+
+from kcodec._native cimport kc_crc32c, kc_crc32c_backend, kc_crc32c_init
+
+#: Set to "portable" to force the table-driven implementation (used by the tests).
+BACKEND_ENV = "KCODEC_CRC32C"
+
+_wanted = os.environ.get(BACKEND_ENV, "").strip().lower()
+if _wanted not in ("", "auto", "portable"):
+    raise ImportError(f"{BACKEND_ENV}={_wanted!r}: expected 'portable' or 'auto'")
+kc_crc32c_init(_wanted == "portable")
+
+
+cdef uint32_t crc32c_update(uint32_t crc, const void *data, size_t length) noexcept nogil:
+    return kc_crc32c(crc, data, length)
+
+
+def crc32c(data, unsigned int value=0):
+    """CRC-32C (Castagnoli) of ``data``, continuing from ``value``.
+
+    ``crc32c(b, crc32c(a)) == crc32c(a + b)``. Large inputs are checksummed with
+    the GIL released.
+    """
+    cdef Py_buffer view
+    cdef uint32_t result
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        if view.len >= 65536:
+            with nogil:
+                result = kc_crc32c(value, view.buf, <size_t>view.len)
+        else:
+            result = kc_crc32c(value, view.buf, <size_t>view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return result
+
+
+def crc32c_backend():
+    """The implementation in use: ``"sse4.2"``, ``"armv8"`` or ``"portable"``."""
+    return kc_crc32c_backend().decode("ascii")

@@ -1,0 +1,29 @@
+# Byte layout of the v2 batch header (FORMAT.md §2.1, §2.2), shared by reader and builder.
+
+cdef enum:
+    HEADER_SIZE = 61          # RECORD_BATCH_OVERHEAD; also the size of an empty batch
+    LOG_OVERHEAD = 12         # offset + size field, common to every magic
+    MIN_ENTRY_SIZE = 14       # smallest legal size field (LegacyRecord.RECORD_OVERHEAD_V0)
+    CRC_START = 21            # the CRC-32C covers [21, end)
+
+    # offsets of the header fields
+    OFF_BASE_OFFSET = 0
+    OFF_LENGTH = 8
+    OFF_LEADER_EPOCH = 12
+    OFF_MAGIC = 16
+    OFF_CRC = 17
+    OFF_ATTRIBUTES = 21
+    OFF_LAST_OFFSET_DELTA = 23
+    OFF_BASE_TIMESTAMP = 27
+    OFF_MAX_TIMESTAMP = 35
+    OFF_PRODUCER_ID = 43
+    OFF_PRODUCER_EPOCH = 51
+    OFF_BASE_SEQUENCE = 53
+    OFF_RECORD_COUNT = 57
+
+    # attribute bits
+    ATTR_CODEC = 0x07
+    ATTR_LOG_APPEND_TIME = 0x08
+    ATTR_TRANSACTIONAL = 0x10
+    ATTR_CONTROL = 0x20
+    ATTR_DELETE_HORIZON = 0x40

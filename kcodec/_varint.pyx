@@ -1,0 +1,70 @@
+# cython: language_level=3
+"""Zigzag varints and varlongs (FORMAT.md §1.3) for Python callers."""
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdint cimport int32_t, int64_t, uint8_t
+
+from kcodec._native cimport (KC_VARINT_TOO_LONG, KC_VARINT_TRUNCATED, kc_read_varint,
+                             kc_read_varlong, kc_write_varint, kc_write_varlong)
+
+from kcodec.errors import InvalidRecordError
+
+
+def encode_varint(int32_t value):
+    """The minimal zigzag encoding of a 32-bit ``value``, as Kafka writes it."""
+    cdef uint8_t buf[10]
+    return PyBytes_FromStringAndSize(<char *>buf, kc_write_varint(buf, value))
+
+
+def encode_varlong(int64_t value):
+    """The minimal zigzag encoding of a 64-bit ``value``, as Kafka writes it."""
+    cdef uint8_t buf[10]
+    return PyBytes_FromStringAndSize(<char *>buf, kc_write_varlong(buf, value))
+
+
+cdef _failure(int code, Py_ssize_t pos, str kind):
+    if code == KC_VARINT_TRUNCATED:
+        return InvalidRecordError(f"input ends inside a {kind}", position=pos)
+    if code == KC_VARINT_TOO_LONG:
+        return InvalidRecordError(f"{kind} is too long", position=pos)
+    return InvalidRecordError(f"{kind} is not in its minimal form (strict mode)", position=pos)
+
+
+def decode_varint(data, Py_ssize_t pos=0, *, bint strict=False):
+    """Decode the varint at ``data[pos]``; returns ``(value, next_pos)``.
+
+    By default as lenient as Kafka (overlong forms accepted, excess bits of the
+    fifth byte dropped); ``strict=True`` rejects both. Raises InvalidRecordError.
+    """
+    cdef Py_buffer view
+    cdef int32_t value = 0
+    cdef int n
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        if pos < 0 or pos > view.len:
+            raise IndexError("position out of range")
+        n = kc_read_varint(<const uint8_t *>view.buf + pos, <const uint8_t *>view.buf + view.len,
+                           &value, strict)
+    finally:
+        PyBuffer_Release(&view)
+    if n <= 0:
+        raise _failure(n, pos, "varint")
+    return value, pos + n
+
+
+def decode_varlong(data, Py_ssize_t pos=0, *, bint strict=False):
+    """Decode the varlong at ``data[pos]``; returns ``(value, next_pos)`` (see decode_varint)."""
+    cdef Py_buffer view
+    cdef int64_t value = 0
+    cdef int n
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        if pos < 0 or pos > view.len:
+            raise IndexError("position out of range")
+        n = kc_read_varlong(<const uint8_t *>view.buf + pos, <const uint8_t *>view.buf + view.len,
+                            &value, strict)
+    finally:
+        PyBuffer_Release(&view)
+    if n <= 0:
+        raise _failure(n, pos, "varlong")
+    return value, pos + n

@@ -1,0 +1,113 @@
+"""The one exception hierarchy of kcodec.
+
+Every error raised for bad data derives from :class:`KcodecError`. Where Apache
+Kafka has an error code for the same condition, the class carries it as
+``error_code`` and ``error_name`` (the names of Kafka's ``Errors`` enum), so a
+proxy or broker emulation can answer with it. ``position`` is the byte position
+in the input where the problem was found, when known.
+
+Misuse of the API (a wrong argument type, a negative timestamp handed to the
+builder) raises the usual ``TypeError`` or ``ValueError`` instead.
+"""
+
+from __future__ import annotations
+
+
+class KcodecError(Exception):
+    """Base class of every kcodec data error."""
+
+    #: Kafka's numeric error code for this condition, or None when Kafka has none.
+    error_code: int | None = None
+    #: Kafka's name for ``error_code`` (e.g. ``"CORRUPT_MESSAGE"``).
+    error_name: str | None = None
+
+    def __init__(self, message: str, *, position: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        #: Byte position in the input where the problem was found, or None.
+        self.position = position
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.position is not None:
+            text += f" (at byte {self.position})"
+        if self.error_name is not None:
+            text += f" [Kafka {self.error_name}, code {self.error_code}]"
+        return text
+
+
+class CorruptRecordError(KcodecError):
+    """The framing or checksum is broken (Kafka ``CorruptRecordException``)."""
+
+    error_code = 2
+    error_name = "CORRUPT_MESSAGE"
+
+
+class ChecksumError(CorruptRecordError):
+    """A batch's CRC-32C (or a legacy message's CRC-32) does not match its bytes."""
+
+    def __init__(self, message: str, *, position: int | None = None,
+                 stored: int = 0, computed: int = 0) -> None:
+        super().__init__(message, position=position)
+        self.stored = stored
+        self.computed = computed
+
+
+class InvalidRecordError(KcodecError):
+    """The batch frames correctly but its records are malformed (``InvalidRecordException``)."""
+
+    error_code = 87
+    error_name = "INVALID_RECORD"
+
+
+class UnsupportedCompressionTypeError(KcodecError):
+    """A codec id Kafka does not define, or one the format version cannot carry."""
+
+    error_code = 76
+    error_name = "UNSUPPORTED_COMPRESSION_TYPE"
+
+
+class RecordTooLargeError(KcodecError):
+    """A batch or record is larger than the configured limit (``RecordTooLargeException``)."""
+
+    error_code = 10
+    error_name = "MESSAGE_TOO_LARGE"
+
+
+class RecordListTooLargeError(KcodecError):
+    """A whole record set is larger than allowed (``RecordBatchTooLargeException``)."""
+
+    error_code = 18
+    error_name = "RECORD_LIST_TOO_LARGE"
+
+
+class InvalidTimestampError(KcodecError):
+    """A timestamp outside the allowed range (``InvalidTimestampException``)."""
+
+    error_code = 32
+    error_name = "INVALID_TIMESTAMP"
+
+
+class UnsupportedForMessageFormatError(KcodecError):
+    """A feature the batch's magic cannot express (``UnsupportedForMessageFormatException``)."""
+
+    error_code = 43
+    error_name = "UNSUPPORTED_FOR_MESSAGE_FORMAT"
+
+
+class NotSupportedError(KcodecError):
+    """Valid Kafka data that this version of kcodec does not handle yet."""
+
+
+__all__ = [
+    "ChecksumError",
+    "CorruptRecordError",
+    "InvalidRecordError",
+    "InvalidTimestampError",
+    "KcodecError",
+    "NotSupportedError",
+    "RecordListTooLargeError",
+    "RecordTooLargeError",
+    "UnsupportedCompressionTypeError",
+    "UnsupportedForMessageFormatError",
+]

@@ -1,0 +1,51 @@
+"""Build of kcodec's compiled core: Cython modules over the C sources in csrc/.
+
+Set KCODEC_SANITIZE=1 to build with AddressSanitizer and UndefinedBehaviorSanitizer.
+"""
+import os
+import sys
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+CSRC = "csrc"
+
+
+def compile_args() -> list[str]:
+    if sys.platform == "win32":
+        return ["/O2"]
+    args = ["-O3", "-std=c11", "-Wno-unused-function"]
+    if os.environ.get("KCODEC_SANITIZE"):
+        args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
+    return args
+
+
+def link_args() -> list[str]:
+    if sys.platform != "win32" and os.environ.get("KCODEC_SANITIZE"):
+        return ["-fsanitize=address,undefined"]
+    return []
+
+
+def extension(name: str, *sources: str) -> Extension:
+    return Extension(
+        f"kcodec.{name}",
+        [f"kcodec/{name}.pyx", *(f"{CSRC}/{s}" for s in sources)],
+        include_dirs=[CSRC],
+        extra_compile_args=compile_args(),
+        extra_link_args=link_args(),
+    )
+
+
+EXTENSIONS = [
+    extension("_crc32c", "crc32c.c"),
+    extension("_varint"),
+    extension("_batch"),
+    extension("_builder"),
+]
+
+setup(
+    ext_modules=cythonize(
+        EXTENSIONS,
+        compiler_directives={"language_level": "3", "embedsignature": True},
+    ),
+)

@@ -1,0 +1,70 @@
+"""Shared fixtures: the reference vectors and real broker data in ../shared."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import kcodec
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("KCODEC_SHARED", ROOT.parent / "shared"))
+
+
+def pytest_report_header() -> list[str]:
+    return [
+        f"kcodec {kcodec.__version__} from {Path(kcodec.__file__).parent}",
+        f"crc32c backend: {kcodec.crc32c_backend()}; shared data: {SHARED}",
+    ]
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under shared/; skips the test when shared/ is absent, unless it is required."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        if os.environ.get("KCODEC_REQUIRE_SHARED"):
+            raise FileNotFoundError(f"{path} is missing (KCODEC_REQUIRE_SHARED is set)")
+        pytest.skip(f"{path} not available")
+    return path
+
+
+def load_vectors() -> dict[str, bytes]:
+    """name -> bytes of every vector in shared/spec/vectors.txt."""
+    vectors: dict[str, bytes] = {}
+    path = SHARED / "spec" / "vectors.txt"
+    if not path.exists():
+        return vectors
+    for line in path.read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, hex_text = line.split()
+            vectors[name] = bytes.fromhex(hex_text)
+    return vectors
+
+
+def load_java_results() -> dict[str, str]:
+    """name -> Java's decode result line ('# java: name: ...')."""
+    results: dict[str, str] = {}
+    path = SHARED / "spec" / "vectors.txt"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.startswith("# java: "):
+                name, _, result = line[len("# java: "):].partition(": ")
+                results[name] = result
+    return results
+
+
+VECTORS = load_vectors()
+JAVA_RESULTS = load_java_results()
+
+
+@pytest.fixture(scope="session")
+def vectors() -> dict[str, bytes]:
+    shared_path("spec", "vectors.txt")
+    return VECTORS
+
+
+def real_segments() -> list[Path]:
+    """Every .log file under shared/testdata/kafka-segments."""
+    return sorted((SHARED / "testdata" / "kafka-segments").glob("*/*/*.log"))

@@ -1,0 +1,157 @@
+"""BatchBuilder options, argument checks and Java's builder semantics."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import kcodec
+from kcodec import ControlType, TimestampType
+from kcodec.errors import NotSupportedError
+
+TS = 1700000000000
+
+
+def only_batch(data: bytes) -> kcodec.RecordBatch:
+    (batch,) = kcodec.read_batches(data)
+    return batch
+
+
+def test_empty_builder_builds_nothing_as_java() -> None:
+    assert kcodec.BatchBuilder().build() == b""
+
+
+def test_build_is_final_and_repeatable() -> None:
+    builder = kcodec.BatchBuilder()
+    builder.append(b"x", timestamp=TS)
+    first = builder.build()
+    assert builder.build() is first
+    with pytest.raises(ValueError, match="already built"):
+        builder.append(b"y", timestamp=TS)
+
+
+def test_header_options() -> None:
+    data_builder = kcodec.BatchBuilder(base_offset=1000, partition_leader_epoch=9, producer_id=77,
+                                       producer_epoch=3, base_sequence=10, is_transactional=True)
+    data_builder.append(b"a", timestamp=TS)
+    data_builder.append(b"b", timestamp=TS - 5)
+    batch = only_batch(data_builder.build())
+    assert (batch.base_offset, batch.last_offset) == (1000, 1001)
+    assert batch.partition_leader_epoch == 9
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (77, 3, 10)
+    assert batch.is_transactional
+    assert batch.base_timestamp == TS and batch.max_timestamp == TS  # first, not minimum
+    assert [r.timestamp for r in batch] == [TS, TS - 5]
+
+
+def test_explicit_offsets_leave_gaps_like_compaction() -> None:
+    builder = kcodec.BatchBuilder(base_offset=10)
+    assert builder.append(b"a", timestamp=TS, offset=10) == 10
+    assert builder.append(b"b", timestamp=TS, offset=15) == 15
+    assert builder.next_offset == 16
+    batch = only_batch(builder.build())
+    assert batch.last_offset_delta == 5 and batch.record_count == 2
+    assert [r.offset for r in batch] == [10, 15]
+    with pytest.raises(ValueError, match="Illegal offset"):
+        b2 = kcodec.BatchBuilder()
+        b2.append(b"a", timestamp=TS, offset=3)
+        b2.append(b"b", timestamp=TS, offset=3)
+
+
+def test_default_timestamp_is_now() -> None:
+    before = int(time.time() * 1000)
+    builder = kcodec.BatchBuilder()
+    builder.append(b"x")
+    after = int(time.time() * 1000)
+    (record,) = only_batch(builder.build())
+    assert before <= record.timestamp <= after
+
+
+def test_no_timestamp_and_bad_timestamps() -> None:
+    builder = kcodec.BatchBuilder()
+    builder.append(b"x", timestamp=-1)
+    (record,) = only_batch(builder.build())
+    assert record.timestamp == -1
+    with pytest.raises(ValueError, match="negative timestamp"):
+        kcodec.BatchBuilder().append(b"x", timestamp=-2)
+
+
+def test_log_append_time_default_is_now() -> None:
+    builder = kcodec.BatchBuilder(timestamp_type=TimestampType.LOG_APPEND_TIME)
+    builder.append(b"x", timestamp=TS)
+    batch = only_batch(builder.build())
+    assert abs(batch.max_timestamp - time.time() * 1000) < 60_000
+    assert batch.attributes & 0x08
+    with pytest.raises(ValueError):
+        kcodec.BatchBuilder(log_append_time=TS)
+    with pytest.raises(ValueError):
+        kcodec.BatchBuilder(timestamp_type=TimestampType.NO_TIMESTAMP_TYPE)
+
+
+@pytest.mark.parametrize("wrap", [bytes, bytearray, memoryview])
+def test_any_bytes_like_arguments(wrap: type) -> None:
+    builder = kcodec.BatchBuilder()
+    builder.append(wrap(b"value"), key=wrap(b"key"), timestamp=TS,
+                   headers=[("h", wrap(b"hv")), (b"raw-key", None)])
+    (record,) = only_batch(builder.build())
+    assert (record.key, record.value) == (b"key", b"value")
+    assert record.headers == [("h", b"hv"), ("raw-key", None)]
+
+
+def test_many_headers_and_unicode_keys() -> None:
+    headers = [(f"ключ-{i}", bytes([i]) * i) for i in range(40)]
+    builder = kcodec.BatchBuilder()
+    builder.append(b"v", timestamp=TS, headers=headers)
+    (record,) = only_batch(builder.build())
+    assert record.headers == headers
+
+
+def test_argument_errors() -> None:
+    builder = kcodec.BatchBuilder()
+    with pytest.raises(TypeError):
+        builder.append("text", timestamp=TS)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="header keys"):
+        builder.append(b"v", timestamp=TS, headers=[(None, b"x")])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="control"):
+        kcodec.BatchBuilder(is_control=True).append(b"v")
+    with pytest.raises(ValueError, match="control batch"):
+        builder.append_end_txn_marker(ControlType.COMMIT, 1)
+    with pytest.raises(ValueError, match="ABORT or COMMIT"):
+        kcodec.BatchBuilder(is_control=True).append_end_txn_marker(ControlType.LEADER_CHANGE, 1)
+    with pytest.raises(ValueError):
+        kcodec.BatchBuilder(compression="brotli")
+    with pytest.raises(NotSupportedError):
+        kcodec.BatchBuilder(magic=1)
+    assert builder.record_count == 0  # nothing was half-written
+    assert builder.size_in_bytes == 61
+
+
+def test_abort_marker_round_trip() -> None:
+    data = kcodec.BatchBuilder.end_txn_marker(ControlType.ABORT, producer_id=5, producer_epoch=2,
+                                              coordinator_epoch=-3, timestamp=TS)
+    batch = only_batch(data)
+    assert batch.is_control and batch.is_transactional and batch.base_sequence == -1
+    (record,) = batch
+    assert record.control_type is ControlType.ABORT and record.coordinator_epoch == -3
+
+
+def test_large_batch_grows() -> None:
+    value = bytes(range(256)) * 64  # 16 KiB
+    builder = kcodec.BatchBuilder()
+    for i in range(300):
+        builder.append(value, key=i.to_bytes(4, "big"), timestamp=TS + i)
+    data = builder.build()
+    assert len(data) > 300 * len(value)
+    batch = only_batch(data)
+    assert batch.record_count == 300
+    assert all(r.value == value for r in batch)
+
+
+def test_builders_interleave() -> None:
+    a, b = kcodec.BatchBuilder(), kcodec.BatchBuilder(base_offset=100)
+    for i in range(100):
+        a.append(b"a%d" % i, timestamp=TS)
+        b.append(b"b%d" % i, timestamp=TS)
+    assert [r.value for r in only_batch(a.build())] == [b"a%d" % i for i in range(100)]
+    assert [r.value for r in only_batch(b.build())] == [b"b%d" % i for i in range(100)]

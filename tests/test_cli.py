@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from kcodec.cli import main
+
+
+def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--records", "1000", "--batch-size", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "1000 records" in out and "3 COMMIT markers" in out
+
+
+def test_module_entry_point_and_help() -> None:
+    proc = subprocess.run([sys.executable, "-m", "kcodec", "demo", "--help"],
+                          capture_output=True, text=True, cwd="/")
+    assert proc.returncode == 0 and "--records" in proc.stdout

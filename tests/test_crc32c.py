@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import mmap
+import os
+import subprocess
+import sys
+
+import crc32c as crc32c_package
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import kcodec
+
+
+def test_check_values() -> None:
+    assert kcodec.crc32c(b"123456789") == 0xE3069283
+    assert kcodec.crc32c(b"Some String") == 608512271  # Kafka's own unit test
+    assert kcodec.crc32c(b"") == 0
+
+
+def test_backend_is_hardware_where_available() -> None:
+    assert kcodec.crc32c_backend() in {"sse4.2", "armv8", "portable"}
+    if os.environ.get("KCODEC_CRC32C") != "portable" and sys.platform == "linux":
+        import platform
+        if platform.machine() in ("x86_64", "aarch64"):
+            assert kcodec.crc32c_backend() != "portable"
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 767, 768, 769, 24575, 24576, 24577,
+                                  65536, 100_003, 1 << 20])
+@pytest.mark.parametrize("misalign", [0, 1, 5])
+def test_matches_reference_on_every_lane_boundary(size: int, misalign: int) -> None:
+    data = os.urandom(size + misalign)
+    view = memoryview(data)[misalign:]
+    assert kcodec.crc32c(view) == crc32c_package.crc32c(bytes(view))
+
+
+@given(st.binary(max_size=3000), st.binary(max_size=3000))
+def test_continuation(a: bytes, b: bytes) -> None:
+    assert kcodec.crc32c(b, kcodec.crc32c(a)) == kcodec.crc32c(a + b)
+
+
+def test_any_buffer() -> None:
+    data = b"123456789"
+    expected = 0xE3069283
+    assert kcodec.crc32c(bytearray(data)) == expected
+    assert kcodec.crc32c(memoryview(data)) == expected
+    with mmap.mmap(-1, len(data)) as m:
+        m.write(data)
+        assert kcodec.crc32c(m) == expected
+    with pytest.raises(TypeError):
+        kcodec.crc32c("123456789")  # type: ignore[arg-type]
+
+
+PORTABLE_SCRIPT = """
+import os, kcodec
+assert kcodec.crc32c_backend() == "portable", kcodec.crc32c_backend()
+for size in (0, 1, 9, 800, 30000, 1 << 20):
+    data = bytes((i * 7 + size) & 0xFF for i in range(size))
+    print(size, kcodec.crc32c(data))
+"""
+
+
+def test_portable_backend_forced_by_environment() -> None:
+    env = dict(os.environ, KCODEC_CRC32C="portable")
+    out = subprocess.run([sys.executable, "-c", PORTABLE_SCRIPT], env=env, check=True,
+                         capture_output=True, text=True, cwd=os.path.dirname(__file__)).stdout
+    for line in out.splitlines():
+        size, value = map(int, line.split())
+        data = bytes((i * 7 + size) & 0xFF for i in range(size))
+        assert value == kcodec.crc32c(data) == crc32c_package.crc32c(data)
+
+
+def test_portable_backend_decodes_batches(vectors: dict[str, bytes]) -> None:
+    script = (
+        "import sys, kcodec\n"
+        "data = bytes.fromhex(sys.argv[1])\n"
+        "assert kcodec.crc32c_backend() == 'portable'\n"
+        "print([r.value for b in kcodec.read_batches(data) for r in b])\n"
+    )
+    env = dict(os.environ, KCODEC_CRC32C="portable")
+    out = subprocess.run([sys.executable, "-c", script, vectors["v2_two_nullkey"].hex()],
+                         env=env, check=True, capture_output=True, text=True,
+                         cwd=os.path.dirname(__file__)).stdout
+    assert out.strip() == "[b'a', None]"
+
+
+def test_bad_backend_name_is_an_import_error() -> None:
+    env = dict(os.environ, KCODEC_CRC32C="quantum")
+    proc = subprocess.run([sys.executable, "-c", "import kcodec"], env=env,
+                          capture_output=True, text=True, cwd=os.path.dirname(__file__))
+    assert proc.returncode != 0
+    assert "KCODEC_CRC32C" in proc.stderr

@@ -1,0 +1,190 @@
+"""Framing, buffers, positions and header semantics of read_batches."""
+
+from __future__ import annotations
+
+import mmap
+
+import pytest
+
+import kcodec
+from kcodec import TimestampType
+from kcodec.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
+
+TS = 1700000000000
+
+
+def batch_bytes(n: int = 3, **options: object) -> bytes:
+    builder = kcodec.BatchBuilder(**options)  # type: ignore[arg-type]
+    for i in range(n):
+        builder.append(b"value-%d" % i, key=b"key-%d" % i, timestamp=TS + i)
+    return builder.build()
+
+
+def test_many_batches_and_positions() -> None:
+    first = batch_bytes(2)
+    second = batch_bytes(3, base_offset=2)
+    data = first + second
+    batches = list(kcodec.read_batches(data))
+    assert [b.position for b in batches] == [0, len(first)]
+    assert [b.base_offset for b in batches] == [0, 2]
+    assert [r.offset for b in batches for r in b] == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("wrap", [bytes, bytearray, memoryview])
+def test_buffer_types(wrap: type) -> None:
+    data = batch_bytes()
+    (batch,) = kcodec.read_batches(wrap(data))
+    assert [r.value for r in batch] == [b"value-0", b"value-1", b"value-2"]
+
+
+def test_mmap_without_copy() -> None:
+    data = batch_bytes(5)
+    with mmap.mmap(-1, len(data)) as m:
+        m.write(data)
+        reader = kcodec.read_batches(m)
+        (batch,) = reader
+        values = [r.value for r in batch]
+        with pytest.raises(BufferError):
+            m.close()  # the batch still refers to the mapping
+        del batch, reader
+    assert values[-1] == b"value-4"
+
+
+def test_bytearray_cannot_be_resized_under_a_batch() -> None:
+    data = bytearray(batch_bytes())
+    reader = kcodec.read_batches(data)
+    with pytest.raises(BufferError):
+        data.extend(b"more")
+    del reader
+    data.extend(b"more")
+
+
+@pytest.mark.parametrize("cut", [1, 11, 12, 16, 17, 60, 61, 70])
+def test_partial_trailing_batch_is_reported_not_raised(cut: int) -> None:
+    whole = batch_bytes(1)
+    data = whole + batch_bytes(2)[:cut]
+    reader = kcodec.read_batches(data)
+    assert len(list(reader)) == 1
+    assert reader.valid_bytes == len(whole)
+    assert reader.trailing_bytes == cut
+
+
+def test_size_below_minimum_overhead_raises() -> None:
+    data = bytearray(batch_bytes(1))
+    data[8:12] = (13).to_bytes(4, "big")
+    with pytest.raises(CorruptRecordError, match="minimum record overhead"):
+        list(kcodec.read_batches(data))
+
+
+def test_batch_smaller_than_its_header_raises() -> None:
+    data = bytearray(batch_bytes(1))[:40]
+    data[8:12] = (28).to_bytes(4, "big")
+    with pytest.raises(CorruptRecordError, match="smaller than the minimum"):
+        list(kcodec.read_batches(bytes(data)))
+
+
+@pytest.mark.parametrize("magic", [3, 4, 0x7F, 0x80, 0xFF])
+def test_invalid_magic(magic: int) -> None:
+    data = bytearray(batch_bytes(1))
+    data[16] = magic
+    with pytest.raises(CorruptRecordError, match="Invalid magic") as info:
+        list(kcodec.read_batches(data))
+    assert info.value.position == 0
+
+
+def test_max_batch_size() -> None:
+    data = batch_bytes(3)
+    assert len(list(kcodec.read_batches(data, max_batch_size=len(data)))) == 1
+    with pytest.raises(RecordTooLargeError) as info:
+        list(kcodec.read_batches(data, max_batch_size=len(data) - 1))
+    assert info.value.error_code == 10
+
+
+def test_negative_record_count() -> None:
+    data = bytearray(batch_bytes(1))
+    data[57:61] = (-1).to_bytes(4, "big", signed=True)
+    (batch,) = kcodec.read_batches(data, validate_crc=False)
+    with pytest.raises(InvalidRecordError, match="record count") as info:
+        list(batch)
+    assert info.value.position == 57
+
+
+def test_zero_record_count_ignores_the_records_section() -> None:
+    data = bytearray(batch_bytes(1))
+    data[57:61] = bytes(4)
+    data[61:] = b"\xff" * (len(data) - 61)
+    (batch,) = kcodec.read_batches(data, validate_crc=False)
+    assert batch.records() == []
+
+
+def test_log_append_time_uses_max_timestamp() -> None:
+    data = batch_bytes(3, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=TS + 999)
+    (batch,) = kcodec.read_batches(data)
+    assert batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+    assert batch.max_timestamp == TS + 999 and batch.base_timestamp == TS
+    assert [r.timestamp for r in batch] == [TS + 999] * 3
+
+
+def test_delete_horizon() -> None:
+    data = batch_bytes(2, delete_horizon_ms=TS - 100)
+    (batch,) = kcodec.read_batches(data)
+    assert batch.has_delete_horizon and batch.delete_horizon_ms == TS - 100
+    assert batch.base_timestamp == TS - 100
+    assert [r.timestamp for r in batch] == [TS, TS + 1]
+
+
+def test_sequence_wraps_like_java() -> None:
+    data = batch_bytes(3, producer_id=7, producer_epoch=1, base_sequence=2**31 - 2)
+    (batch,) = kcodec.read_batches(data)
+    assert [r.sequence for r in batch] == [2**31 - 2, 2**31 - 1, 0]
+    assert batch.last_sequence == 0
+
+
+def test_records_and_iteration_agree() -> None:
+    (batch,) = kcodec.read_batches(batch_bytes(10))
+    assert [(r.offset, r.key, r.value) for r in batch] == \
+        [(r.offset, r.key, r.value) for r in batch.records()]
+
+
+def test_header_keys_decode_leniently_as_java() -> None:
+    builder = kcodec.BatchBuilder()
+    builder.append(b"v", timestamp=TS, headers=[(b"bad\xff", b"x"), ("ok", None)])
+    (batch,) = kcodec.read_batches(builder.build())
+    (record,) = batch
+    assert record.headers == [("bad\ufffd", b"x"), ("ok", None)]
+
+
+def test_record_length_mismatch_reports_record_position() -> None:
+    data = bytearray(batch_bytes(2))
+    second = 61 + 1 + data[61] // 2  # the first record's size varint is one byte
+    data[second] += 2  # declare the second record longer than it is
+    (batch,) = kcodec.read_batches(data, validate_crc=False)
+    with pytest.raises(InvalidRecordError) as info:
+        batch.records()
+    assert info.value.position == second
+
+
+def test_record_batch_is_not_constructible() -> None:
+    with pytest.raises(TypeError):
+        kcodec.RecordBatch()
+
+
+def test_unknown_control_type_is_passed_through() -> None:
+    builder = kcodec.BatchBuilder(is_control=True, is_transactional=True, producer_id=1,
+                                  producer_epoch=0)
+    builder.append_end_txn_marker(kcodec.ControlType.ABORT, 3, timestamp=TS)
+    data = bytearray(builder.build())
+    data[-9] = 9  # control type id 9 in the key
+    (batch,) = kcodec.read_batches(data, validate_crc=False)
+    (record,) = batch
+    assert record.control_type is kcodec.ControlType.UNKNOWN and record.coordinator_epoch is None
+
+
+def test_short_control_key_is_invalid() -> None:
+    builder = kcodec.BatchBuilder()
+    builder.append(b"v", key=b"ab", timestamp=TS)  # a 2-byte key: too short for control
+    data = bytearray(builder.build())
+    data[22] |= 0x20  # attribute bit 5: control batch
+    (batch,) = kcodec.read_batches(data, validate_crc=False)
+    with pytest.raises(InvalidRecordError, match="control record key"):
+        list(batch)

@@ -1,0 +1,27 @@
+"""The package's stubs and the tests type-check with mypy (strict), and the stubs match."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT
+
+
+def test_mypy_strict_on_package_and_tests() -> None:
+    if not (ROOT / "pyproject.toml").exists():
+        pytest.skip("needs the source checkout")
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", "pyproject.toml"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_stubs_match_the_compiled_modules() -> None:
+    modules = ["kcodec._batch", "kcodec._builder", "kcodec._crc32c", "kcodec._varint"]
+    allowlist = ROOT / "tests" / "stubtest-allowlist.txt"
+    proc = subprocess.run([sys.executable, "-m", "mypy.stubtest", *modules,
+                           "--ignore-missing-stub", "--allowlist", str(allowlist)],
+                          cwd=ROOT / "tests", capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

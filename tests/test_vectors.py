@@ -1,0 +1,210 @@
+"""The vectors of shared/spec/vectors.txt, written and decoded by Apache Kafka's Java classes."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import kcodec
+from kcodec import ControlType, TimestampType
+from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
+                           UnsupportedCompressionTypeError)
+
+from .conftest import JAVA_RESULTS, VECTORS
+
+TS = 1700000000000
+
+
+def test_v2_one_field_by_field(vectors: dict[str, bytes]) -> None:
+    data = vectors["v2_one"]
+    reader = kcodec.read_batches(data)
+    (batch,) = list(reader)
+    assert (reader.valid_bytes, reader.trailing_bytes) == (74, 0)
+    assert batch.position == 0 and batch.size == 74
+    assert batch.base_offset == 0 and batch.last_offset == 0 and batch.next_offset == 1
+    assert batch.batch_length == 62
+    assert batch.partition_leader_epoch == -1
+    assert batch.magic == 2
+    assert batch.crc == 0x675A95FD and batch.is_valid()
+    assert batch.attributes == 0 and batch.compression == kcodec.Compression.NONE
+    assert batch.timestamp_type == TimestampType.CREATE_TIME
+    assert not batch.is_transactional and not batch.is_control
+    assert batch.delete_horizon_ms is None
+    assert batch.base_timestamp == batch.max_timestamp == TS
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (-1, -1, -1)
+    assert batch.last_sequence == -1 and not batch.has_producer_id
+    assert batch.record_count == 1
+    (record,) = batch
+    assert (record.offset, record.timestamp, record.key, record.value) == (0, TS, b"k", b"v")
+    assert record.headers == [("h", b"1")]
+    assert record.sequence == -1 and record.attributes == 0
+    assert record.control_type is None and record.coordinator_epoch is None
+    assert bytes(batch.buffer) == data
+
+
+def test_v2_two_nullkey(vectors: dict[str, bytes]) -> None:
+    (batch,) = kcodec.read_batches(vectors["v2_two_nullkey"])
+    assert batch.max_timestamp == TS + 5 and batch.last_offset_delta == 1
+    first, second = batch.records()
+    assert (first.offset, first.timestamp, first.key, first.value) == (0, TS, None, b"a")
+    assert (second.offset, second.timestamp, second.key, second.value) == (1, TS + 5, b"b", None)
+    assert first.headers == [] and second.headers == []
+
+
+def test_v2_idempotent_transactional(vectors: dict[str, bytes]) -> None:
+    (batch,) = kcodec.read_batches(vectors["v2_idem"])
+    assert batch.is_transactional and batch.attributes == 0x10
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (1000, 5, 42)
+    assert batch.last_sequence == 42 and batch.has_producer_id
+    (record,) = batch
+    assert record.sequence == 42
+
+
+def test_v2_commit_marker(vectors: dict[str, bytes]) -> None:
+    (batch,) = kcodec.read_batches(vectors["v2_commit_marker"])
+    assert batch.is_control and batch.is_transactional
+    assert batch.base_offset == 5 and batch.partition_leader_epoch == 3
+    assert batch.base_sequence == -1
+    (record,) = batch
+    assert record.offset == 5
+    assert record.control_type is ControlType.COMMIT
+    assert record.coordinator_epoch == 7
+
+
+def test_v2_empty_compacted(vectors: dict[str, bytes]) -> None:
+    (batch,) = kcodec.read_batches(vectors["v2_empty"])
+    assert batch.size == 61 and batch.record_count == 0
+    assert (batch.base_offset, batch.last_offset, batch.partition_leader_epoch) == (100, 104, 7)
+    assert batch.base_timestamp == -1 and batch.max_timestamp == TS + 9
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (1000, 5, 40)
+    assert batch.last_sequence == 44
+    assert list(batch) == []
+
+
+@pytest.mark.parametrize("name", ["v2_lz4", "v2_gzip", "v2_snappy", "v2_zstd"])
+def test_compressed_headers_and_crc(vectors: dict[str, bytes], name: str) -> None:
+    (batch,) = kcodec.read_batches(vectors[name])
+    codec = name.split("_")[1].upper()
+    assert batch.compression == kcodec.Compression[codec]
+    assert batch.record_count == 1 and batch.is_valid()
+
+
+# ---- re-encoding: the builder writes Java's bytes --------------------------------------
+
+def test_build_v2_one(vectors: dict[str, bytes]) -> None:
+    builder = kcodec.BatchBuilder()
+    assert builder.append(b"v", key=b"k", timestamp=TS, headers=[("h", b"1")]) == 0
+    assert builder.build() == vectors["v2_one"]
+
+
+def test_build_v2_two_nullkey(vectors: dict[str, bytes]) -> None:
+    builder = kcodec.BatchBuilder()
+    builder.append(b"a", timestamp=TS)
+    builder.append(None, key=b"b", timestamp=TS + 5)
+    assert builder.build() == vectors["v2_two_nullkey"]
+
+
+def test_build_v2_idem(vectors: dict[str, bytes]) -> None:
+    builder = kcodec.BatchBuilder(producer_id=1000, producer_epoch=5, base_sequence=42,
+                                  is_transactional=True)
+    builder.append(b"v", key=b"k", timestamp=TS)
+    assert builder.build() == vectors["v2_idem"]
+
+
+def test_build_commit_marker(vectors: dict[str, bytes]) -> None:
+    data = kcodec.BatchBuilder.end_txn_marker(
+        ControlType.COMMIT, producer_id=1000, producer_epoch=5, coordinator_epoch=7,
+        base_offset=5, partition_leader_epoch=3, timestamp=TS)
+    assert data == vectors["v2_commit_marker"]
+
+
+def test_build_empty_batch(vectors: dict[str, bytes]) -> None:
+    data = kcodec.empty_batch(base_offset=100, last_offset=104, max_timestamp=TS + 9,
+                              producer_id=1000, producer_epoch=5, base_sequence=40,
+                              partition_leader_epoch=7)
+    assert data == vectors["v2_empty"]
+
+
+def test_reencode_every_uncompressed_v2_vector(vectors: dict[str, bytes]) -> None:
+    """Decode, rebuild from the decoded fields, compare bytes (PLE and CRC included)."""
+    for name in ["v2_one", "v2_two_nullkey", "v2_idem"]:
+        (batch,) = kcodec.read_batches(vectors[name])
+        builder = kcodec.BatchBuilder(
+            base_offset=batch.base_offset, partition_leader_epoch=batch.partition_leader_epoch,
+            producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+            base_sequence=batch.base_sequence, is_transactional=batch.is_transactional)
+        for r in batch:
+            builder.append(r.value, key=r.key, timestamp=r.timestamp, headers=r.headers,
+                           offset=r.offset)
+        assert builder.build() == vectors[name], name
+
+
+# ---- Java's verdict on the edge cases (FORMAT.md §10.9) --------------------------------
+
+JAVA_EXCEPTIONS: dict[str, type[KcodecError]] = {
+    "InvalidRecordException": InvalidRecordError,
+    "CorruptRecordException": CorruptRecordError,
+    "IllegalArgumentException": UnsupportedCompressionTypeError,  # unknown codec id
+    "IndexOutOfBoundsException": CorruptRecordError,  # batch shorter than its header
+}
+EDGE_CASES = sorted(name for name in JAVA_RESULTS if name.startswith("E"))
+
+
+def kcodec_view(data: bytes) -> tuple[list[tuple[int, int, int, int, int]], type | None, int]:
+    """What kcodec yields, as Java's harness prints it: records, exception, valid bytes."""
+    out: list[tuple[int, int, int, int, int]] = []
+    reader = kcodec.read_batches(data)
+    try:
+        for batch in reader:
+            for r in batch:
+                out.append((r.offset, r.timestamp, -1 if r.key is None else len(r.key),
+                            -1 if r.value is None else len(r.value), len(r.headers)))
+    except KcodecError as exc:
+        return out, type(exc), reader.valid_bytes
+    return out, None, reader.valid_bytes
+
+
+@pytest.mark.parametrize("name", EDGE_CASES)
+def test_edge_case_matches_java(name: str) -> None:
+    java = JAVA_RESULTS[name]
+    expected_records = [tuple(map(int, m)) for m in
+                        re.findall(r"\(o=(-?\d+) t=(-?\d+) k=(-?\d+) v=(-?\d+) h=(\d+)\)", java)]
+    exc_match = re.search(r"EXC (\w+)", java)
+    records, exc, valid_bytes = kcodec_view(VECTORS[name])
+    if exc_match:
+        assert exc is not None, f"{name}: Java raised {exc_match.group(1)}, kcodec did not"
+        assert issubclass(exc, JAVA_EXCEPTIONS[exc_match.group(1)]), (name, exc)
+    else:
+        assert exc is None, f"{name}: kcodec raised {exc}, Java accepted: {java}"
+        assert valid_bytes == int(re.search(r"validBytes=(\d+)", java).group(1))  # type: ignore[union-attr]
+    assert records == expected_records
+
+
+def test_edge_case_errors_carry_codes_and_positions() -> None:
+    with pytest.raises(InvalidRecordError) as info:
+        list(next(kcodec.read_batches(VECTORS["E01_count_too_big"])))
+    assert info.value.error_code == 87 and info.value.error_name == "INVALID_RECORD"
+    assert info.value.position == 70  # where the missing second record would start
+    with pytest.raises(CorruptRecordError) as corrupt:
+        list(kcodec.read_batches(VECTORS["E20_trailing_12_zero"]))
+    assert corrupt.value.error_code == 2 and corrupt.value.position == 70
+    with pytest.raises(UnsupportedCompressionTypeError) as codec:
+        list(next(kcodec.read_batches(VECTORS["E11_codec5"])))
+    assert codec.value.error_code == 76
+
+
+def test_crc_mismatch_is_reported_with_both_values(vectors: dict[str, bytes]) -> None:
+    data = bytearray(vectors["v2_one"])
+    data[-1] ^= 0xFF
+    with pytest.raises(ChecksumError) as info:
+        list(kcodec.read_batches(data))
+    assert info.value.stored == 0x675A95FD and info.value.computed != info.value.stored
+    assert info.value.position == 0 and info.value.error_code == 2
+    (batch,) = kcodec.read_batches(data, validate_crc=False)
+    assert not batch.is_valid()
+
+
+def test_partition_leader_epoch_is_not_covered_by_the_crc() -> None:
+    (batch,) = kcodec.read_batches(VECTORS["E14_ple_changed_same_crc"])
+    assert batch.partition_leader_epoch == 12345 and batch.is_valid()
