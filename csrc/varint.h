@@ -16,63 +16,62 @@
 #define KC_VARINT_TOO_LONG (-1)    /* continuation bit set on the last allowed byte */
 #define KC_VARINT_NONCANONICAL (-2) /* strict only: overlong form or dropped bits */
 
-#define KC_VARINT_MAX 5
-#define KC_VARLONG_MAX 10
-
-static inline int kc_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out, int strict)
+/* The unsigned varint under a zigzag value of `bits` bits (32 or 64), into *raw.
+ * At most ceil(bits / 7) bytes; the last one may not have its continuation bit. */
+static inline int kc_read_raw(const uint8_t *p, const uint8_t *end, int bits, uint64_t *raw,
+                              int strict)
 {
-    if (p < end && p[0] < 0x80) {           /* one byte: the common case */
-        *out = (int32_t)((p[0] >> 1) ^ -(uint32_t)(p[0] & 1));
-        return 1;
-    }
-    uint32_t raw = 0;
-    for (int i = 0; i < KC_VARINT_MAX; i++) {
+    const int max_bytes = (bits + 6) / 7;
+    const uint64_t last_byte_max = ((uint64_t)1 << (bits - 7 * (max_bytes - 1))) - 1;
+    uint64_t value = 0;
+    for (int i = 0; i < max_bytes; i++) {
         if (p + i >= end)
             return KC_VARINT_TRUNCATED;
-        uint32_t b = p[i];
-        if (i == KC_VARINT_MAX - 1) {
+        uint64_t b = p[i];
+        if (i == max_bytes - 1) {
             if (b & 0x80)
                 return KC_VARINT_TOO_LONG;
-            if (strict && b > 0x0f)
+            if (strict && b > last_byte_max)
                 return KC_VARINT_NONCANONICAL;
         }
-        raw |= (b & 0x7f) << (7 * i);
+        value |= (b & 0x7f) << (7 * i);
         if (!(b & 0x80)) {
             if (strict && b == 0 && i > 0)
                 return KC_VARINT_NONCANONICAL;
-            *out = (int32_t)((raw >> 1) ^ -(raw & 1));
+            *raw = value;
             return i + 1;
         }
     }
     return KC_VARINT_TOO_LONG; /* not reached */
 }
 
+static inline int kc_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out, int strict)
+{
+    uint64_t raw;
+    int n;
+    if (p < end && p[0] < 0x80) {           /* one byte: the common case */
+        raw = p[0];
+        n = 1;
+    } else if ((n = kc_read_raw(p, end, 32, &raw, strict)) <= 0) {
+        return n;
+    }
+    uint32_t u = (uint32_t)raw;             /* Java drops bits past 32 */
+    *out = (int32_t)((u >> 1) ^ -(u & 1));
+    return n;
+}
+
 static inline int kc_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out, int strict)
 {
+    uint64_t raw;
+    int n;
     if (p < end && p[0] < 0x80) {
-        *out = (int64_t)((uint64_t)(p[0] >> 1) ^ -(uint64_t)(p[0] & 1));
-        return 1;
+        raw = p[0];
+        n = 1;
+    } else if ((n = kc_read_raw(p, end, 64, &raw, strict)) <= 0) {
+        return n;
     }
-    uint64_t raw = 0;
-    for (int i = 0; i < KC_VARLONG_MAX; i++) {
-        if (p + i >= end)
-            return KC_VARINT_TRUNCATED;
-        uint64_t b = p[i];
-        if (i == KC_VARLONG_MAX - 1) {
-            if (b & 0x80)
-                return KC_VARINT_TOO_LONG;
-            if (strict && b > 0x01)
-                return KC_VARINT_NONCANONICAL;
-        }
-        raw |= (b & 0x7f) << (7 * i);
-        if (!(b & 0x80)) {
-            if (strict && b == 0 && i > 0)
-                return KC_VARINT_NONCANONICAL;
-            *out = (int64_t)((raw >> 1) ^ -(raw & 1));
-            return i + 1;
-        }
-    }
-    return KC_VARINT_TOO_LONG; /* not reached */
+    *out = (int64_t)((raw >> 1) ^ -(raw & 1));
+    return n;
 }
 
 static inline uint32_t kc_zigzag32(int32_t v) { return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31); }

@@ -30,41 +30,39 @@ cdef _failure(int code, Py_ssize_t pos, str kind):
     return InvalidRecordError(f"{kind} is not in its minimal form (strict mode)", position=pos)
 
 
+cdef tuple _decode(data, Py_ssize_t pos, bint strict, bint is_long):
+    cdef Py_buffer view
+    cdef int32_t value32 = 0
+    cdef int64_t value64 = 0
+    cdef int n
+    cdef const uint8_t *start
+    cdef const uint8_t *end
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        if pos < 0 or pos > view.len:
+            raise IndexError("position out of range")
+        start = <const uint8_t *>view.buf + pos
+        end = <const uint8_t *>view.buf + view.len
+        if is_long:
+            n = kc_read_varlong(start, end, &value64, strict)
+        else:
+            n = kc_read_varint(start, end, &value32, strict)
+    finally:
+        PyBuffer_Release(&view)
+    if n <= 0:
+        raise _failure(n, pos, "varlong" if is_long else "varint")
+    return (value64 if is_long else value32), pos + n
+
+
 def decode_varint(data, Py_ssize_t pos=0, *, bint strict=False):
     """Decode the varint at ``data[pos]``; returns ``(value, next_pos)``.
 
     By default as lenient as Kafka (overlong forms accepted, excess bits of the
     fifth byte dropped); ``strict=True`` rejects both. Raises InvalidRecordError.
     """
-    cdef Py_buffer view
-    cdef int32_t value = 0
-    cdef int n
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
-    try:
-        if pos < 0 or pos > view.len:
-            raise IndexError("position out of range")
-        n = kc_read_varint(<const uint8_t *>view.buf + pos, <const uint8_t *>view.buf + view.len,
-                           &value, strict)
-    finally:
-        PyBuffer_Release(&view)
-    if n <= 0:
-        raise _failure(n, pos, "varint")
-    return value, pos + n
+    return _decode(data, pos, strict, False)
 
 
 def decode_varlong(data, Py_ssize_t pos=0, *, bint strict=False):
     """Decode the varlong at ``data[pos]``; returns ``(value, next_pos)`` (see decode_varint)."""
-    cdef Py_buffer view
-    cdef int64_t value = 0
-    cdef int n
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
-    try:
-        if pos < 0 or pos > view.len:
-            raise IndexError("position out of range")
-        n = kc_read_varlong(<const uint8_t *>view.buf + pos, <const uint8_t *>view.buf + view.len,
-                            &value, strict)
-    finally:
-        PyBuffer_Release(&view)
-    if n <= 0:
-        raise _failure(n, pos, "varlong")
-    return value, pos + n
+    return _decode(data, pos, strict, True)
