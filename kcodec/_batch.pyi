@@ -110,4 +110,5 @@ def read_batches(
     validate_crc: bool = True,
     strict: bool = False,
     max_batch_size: int | None = None,
+    max_decompressed_size: int | None = None,
 ) -> BatchReader: ...

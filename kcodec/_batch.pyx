@@ -26,7 +26,8 @@ from kcodec._native cimport (KC_ERR_EOF, KC_ERR_HEADER_COUNT, KC_ERR_HEADER_KEY,
                              kc_scan_record, kc_status)
 
 from kcodec.constants import Compression, ControlType, TimestampType
-from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError,
+from kcodec.codecs import decompress as _decompress
+from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
                            NotSupportedError, RecordTooLargeError,
                            UnsupportedCompressionTypeError)
 
@@ -212,6 +213,8 @@ cdef class RecordBatch:
     cdef _Buffer _buf
     cdef const uint8_t *_p
     cdef bint _strict
+    cdef Py_ssize_t _max_decompressed_size   # -1: the global limit
+    cdef bytes _decompressed
     cdef readonly Py_ssize_t position
     cdef readonly Py_ssize_t size
     cdef readonly int64_t base_offset
@@ -338,8 +341,41 @@ cdef class RecordBatch:
         if codec > 4:
             raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
                                                   position=self.position + CRC_START)
-        raise NotSupportedError(f"compressed batches ({Compression(codec).name.lower()}) "
-                                "are not supported by this build", position=self.position)
+        cdef bytes records = self._decompressed_records(codec)
+        it._owner = records
+        it._start = <const uint8_t *><const char *>records
+        it._end = it._start + len(records)
+        it._start_position = self.position
+        it._decompressed = True
+        it._p = it._start
+        # Java decodes a compressed batch whole before returning any record, so a bad record
+        # anywhere fails the batch: check them all first (a scan, no objects made).
+        cdef const uint8_t *p = it._start
+        cdef kc_record r
+        cdef kc_status status
+        cdef int32_t i
+        for i in range(self.record_count):
+            status = kc_scan_record(&p, it._end, 1, self._strict, &r)
+            if status != KC_OK:
+                raise _status_error(status, self.position, True)
+        if p != it._end:
+            raise InvalidRecordError(
+                "Incorrect declared batch size, records still remaining in file"
+                " (in the decompressed records)", position=self.position)
+        return it
+
+    cdef bytes _decompressed_records(self, int codec):
+        """The records section, decompressed on first use and kept with the batch."""
+        if self._decompressed is None:
+            try:
+                self._decompressed = _decompress(
+                    codec, self.buffer[HEADER_SIZE:], 2,
+                    None if self._max_decompressed_size < 0 else self._max_decompressed_size)
+            except KcodecError as exc:
+                if exc.position is None:
+                    exc.position = self.position + HEADER_SIZE
+                raise
+        return self._decompressed
 
     def __repr__(self):
         return (f"RecordBatch(position={self.position}, base_offset={self.base_offset}, "
@@ -347,7 +383,8 @@ cdef class RecordBatch:
                 f"compression={self.compression_id}, size={self.size})")
 
 
-cdef RecordBatch _parse_batch(_Buffer buf, Py_ssize_t position, Py_ssize_t size, bint strict):
+cdef RecordBatch _parse_batch(_Buffer buf, Py_ssize_t position, Py_ssize_t size, bint strict,
+                              Py_ssize_t max_decompressed_size):
     cdef const uint8_t *p = buf.data + position
     if size < HEADER_SIZE:
         raise CorruptRecordError(
@@ -357,6 +394,7 @@ cdef RecordBatch _parse_batch(_Buffer buf, Py_ssize_t position, Py_ssize_t size,
     b._buf = buf
     b._p = p
     b._strict = strict
+    b._max_decompressed_size = max_decompressed_size
     b.position = position
     b.size = size
     b.base_offset = <int64_t>kc_get_be64(p + OFF_BASE_OFFSET)
@@ -388,6 +426,7 @@ cdef class BatchReader:
     cdef bint _validate_crc
     cdef bint _strict
     cdef Py_ssize_t _max_batch_size
+    cdef Py_ssize_t _max_decompressed_size
     cdef readonly Py_ssize_t trailing_bytes
 
     def __iter__(self):
@@ -424,7 +463,8 @@ cdef class BatchReader:
         if magic < 2:
             raise NotSupportedError(f"magic {magic} message sets are not supported by this build",
                                     position=position)
-        cdef RecordBatch batch = _parse_batch(self._buf, position, size, self._strict)
+        cdef RecordBatch batch = _parse_batch(self._buf, position, size, self._strict,
+                                              self._max_decompressed_size)
         if self._validate_crc:
             batch.ensure_valid()
         self._pos += size
@@ -432,7 +472,8 @@ cdef class BatchReader:
         return batch
 
 
-def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_size=None):
+def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_size=None,
+                 max_decompressed_size=None):
     """Iterate the record batches in ``data`` (bytes, bytearray, memoryview, mmap, ...).
 
     Batches are framed as Kafka frames a fetch response or a log segment: a
@@ -440,11 +481,14 @@ def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_s
     any other malformation raises a :mod:`kcodec.errors` exception naming its
     byte position. ``validate_crc`` checks each batch's CRC-32C before yielding
     it; ``strict`` also rejects varints Kafka would tolerate; ``max_batch_size``
-    rejects larger batches with RecordTooLargeError.
+    rejects larger batches with RecordTooLargeError. Compressed records are
+    decompressed when a batch is first iterated, never into more than
+    ``max_decompressed_size`` bytes (default: ``kcodec.codecs``' global limit).
     """
     cdef BatchReader reader = BatchReader.__new__(BatchReader)
     reader._buf = _Buffer(data)
     reader._validate_crc = validate_crc
     reader._strict = strict
     reader._max_batch_size = -1 if max_batch_size is None else max_batch_size
+    reader._max_decompressed_size = -1 if max_decompressed_size is None else max_decompressed_size
     return reader

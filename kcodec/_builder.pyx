@@ -15,7 +15,7 @@ from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t
 from libc.string cimport memcpy
 
 from kcodec._crc32c cimport crc32c_update
-from kcodec._layout cimport (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
+from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
                              ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, LOG_OVERHEAD,
                              OFF_ATTRIBUTES, OFF_BASE_OFFSET, OFF_BASE_SEQUENCE,
                              OFF_BASE_TIMESTAMP, OFF_CRC, OFF_LAST_OFFSET_DELTA,
@@ -24,8 +24,14 @@ from kcodec._layout cimport (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_
 from kcodec._native cimport (kc_put_be16, kc_put_be32, kc_put_be64, kc_sizeof_varint,
                              kc_sizeof_varlong, kc_write_varint, kc_write_varlong)
 
+from kcodec.codecs import compress as _compress
 from kcodec.constants import Compression, ControlType, TimestampType
 from kcodec.errors import NotSupportedError, RecordTooLargeError
+
+
+cdef extern from "Python.h":
+    object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
+    int PyBUF_READ
 
 
 cdef extern from "<time.h>" nogil:
@@ -193,6 +199,7 @@ cdef class BatchBuilder:
     cdef int64_t _base_timestamp
     cdef int64_t _max_timestamp
     cdef int32_t _count
+    cdef object _level
 
     def __cinit__(self):
         self._buf = _scratch_take(INITIAL_CAPACITY)
@@ -212,11 +219,13 @@ cdef class BatchBuilder:
         if magic != 2:
             raise NotSupportedError(f"building magic {magic} is not supported by this build")
         codec = Compression.parse(compression)
-        if codec != Compression.NONE:
-            raise NotSupportedError(
-                f"building {codec.name.lower()} batches is not supported by this build")
-        if level is not None:
+        if codec == Compression.PLUGGABLE:
+            raise NotSupportedError("pluggable compression is not supported by this build")
+        if codec == Compression.NONE and level is not None:
             raise ValueError("a compression level needs a codec")
+        if codec != Compression.NONE:
+            _compress(codec, b"", level, 2)  # checks the level now, not at build()
+        self._level = level
         ts_type = TimestampType(timestamp_type)
         if ts_type == TimestampType.NO_TIMESTAMP_TYPE:
             raise ValueError("a v2 batch has CreateTime or LogAppendTime timestamps")
@@ -386,14 +395,27 @@ cdef class BatchBuilder:
         if self._count == 0:
             self._built = b""
             return self._built
-        cdef uint8_t *p = self._buf.data
         cdef int64_t max_ts = (self._log_append_time if self._attributes & ATTR_LOG_APPEND_TIME
                                else self._max_timestamp)
-        _write_header(p, self._len, self._base_offset,
+        cdef int codec = self._attributes & ATTR_CODEC
+        cdef uint8_t *p = self._buf.data
+        cdef Py_ssize_t size = self._len
+        cdef bytes compressed
+        if codec:
+            records = PyMemoryView_FromMemory(<char *>p + HEADER_SIZE, self._len - HEADER_SIZE,
+                                              PyBUF_READ)
+            compressed = _compress(codec, records, self._level, 2)
+            records.release()
+            size = HEADER_SIZE + len(compressed)
+            if size > self._len:  # incompressible data: the framing made it larger
+                self._reserve(size - self._len)
+                p = self._buf.data
+            memcpy(p + HEADER_SIZE, <const char *>compressed, len(compressed))
+        _write_header(p, size, self._base_offset,
                       <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
                       self._attributes, self._base_timestamp, max_ts, self._producer_id,
                       self._producer_epoch, self._base_sequence, self._count)
-        self._built = PyBytes_FromStringAndSize(<char *>p, self._len)
+        self._built = PyBytes_FromStringAndSize(<char *>p, size)
         _scratch_give_back(self._buf)
         self._buf.data = NULL
         return self._built

@@ -95,13 +95,27 @@ class UnsupportedForMessageFormatError(KcodecError):
     error_name = "UNSUPPORTED_FOR_MESSAGE_FORMAT"
 
 
+class CompressionError(KcodecError):
+    """Compressed data that cannot be decompressed (Java surfaces it as a KafkaException,
+    which the broker answers with UNKNOWN_SERVER_ERROR)."""
+
+    error_code = -1
+    error_name = "UNKNOWN_SERVER_ERROR"
+
+
+class DecompressionLimitError(RecordTooLargeError):
+    """Decompressing would produce more than the allowed maximum size."""
+
+
 class NotSupportedError(KcodecError):
     """Valid Kafka data that this version of kcodec does not handle yet."""
 
 
 __all__ = [
     "ChecksumError",
+    "CompressionError",
     "CorruptRecordError",
+    "DecompressionLimitError",
     "InvalidRecordError",
     "InvalidTimestampError",
     "KcodecError",

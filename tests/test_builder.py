@@ -155,3 +155,37 @@ def test_builders_interleave() -> None:
         b.append(b"b%d" % i, timestamp=TS)
     assert [r.value for r in only_batch(a.build())] == [b"a%d" % i for i in range(100)]
     assert [r.value for r in only_batch(b.build())] == [b"b%d" % i for i in range(100)]
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_batches_round_trip(codec: str) -> None:
+    builder = kcodec.BatchBuilder(compression=codec, producer_id=3, producer_epoch=1,
+                                  base_sequence=0)
+    values = [b"event %d " % i * 20 for i in range(500)]
+    for i, value in enumerate(values):
+        builder.append(value, key=b"%d" % i, timestamp=TS + i, headers=[("n", b"%d" % i)])
+    data = builder.build()
+    batch = only_batch(data)
+    assert batch.compression == kcodec.Compression.parse(codec)
+    assert len(data) < sum(map(len, values)) // 4
+    assert [r.value for r in batch] == values
+    assert batch.records()[-1].headers == [("n", b"499")]
+
+
+def test_incompressible_batch_grows_and_still_reads() -> None:
+    import os
+    values = [os.urandom(1000) for _ in range(20)]
+    for codec in ("gzip", "snappy", "lz4", "zstd"):
+        builder = kcodec.BatchBuilder(compression=codec)
+        for value in values:
+            builder.append(value, timestamp=TS)
+        assert [r.value for r in only_batch(builder.build())] == values
+
+
+def test_compression_argument_checks() -> None:
+    with pytest.raises(ValueError):
+        kcodec.BatchBuilder(compression="gzip", level=10)
+    with pytest.raises(ValueError):
+        kcodec.BatchBuilder(level=3)
+    with pytest.raises(ValueError):
+        kcodec.BatchBuilder(compression="snappy", level=1)

@@ -188,3 +188,37 @@ def test_short_control_key_is_invalid() -> None:
     (batch,) = kcodec.read_batches(data, validate_crc=False)
     with pytest.raises(InvalidRecordError, match="control record key"):
         list(batch)
+
+
+def test_decompression_is_lazy_and_bounded() -> None:
+    builder = kcodec.BatchBuilder(compression="zstd")
+    for i in range(100):
+        builder.append(bytes(10_000), timestamp=TS + i)
+    data = bytearray(builder.build())
+    # corrupt the compressed payload but keep the CRC right: headers still read
+    data[70] ^= 0xFF
+    crc = kcodec.crc32c(bytes(data[21:]))
+    data[17:21] = crc.to_bytes(4, "big")
+    (batch,) = kcodec.read_batches(data)
+    assert batch.record_count == 100 and batch.max_timestamp == TS + 99
+    with pytest.raises(kcodec.errors.CompressionError) as info:
+        batch.records()
+    assert info.value.position == 61
+    intact = builder.build()
+    with pytest.raises(kcodec.errors.DecompressionLimitError):
+        next(kcodec.read_batches(intact, max_decompressed_size=500_000)).records()
+    assert len(next(kcodec.read_batches(intact, max_decompressed_size=2_000_000)).records()) == 100
+
+
+def test_compressed_batch_fails_whole_as_java() -> None:
+    builder = kcodec.BatchBuilder(compression="gzip")
+    builder.append(b"a", timestamp=TS)
+    builder.append(b"b", timestamp=TS)
+    data = bytearray(builder.build())
+    data[57:61] = (3).to_bytes(4, "big")  # one record more than there is
+    (batch,) = kcodec.read_batches(data, validate_crc=False)
+    yielded = []
+    with pytest.raises(InvalidRecordError, match="premature EOF"):
+        for record in batch:
+            yielded.append(record)
+    assert yielded == []  # nothing is returned before the error, as Java

@@ -22,14 +22,13 @@ def test_segment_batches(path: object) -> None:
         if previous_next is not None:
             assert batch.base_offset >= previous_next
         previous_next = batch.next_offset
-        if batch.compression_id == 0:
-            records = batch.records()
-            assert len(records) == batch.record_count
-            if records:
-                assert records[-1].offset <= batch.last_offset
-                assert all(batch.base_offset <= r.offset <= batch.last_offset for r in records)
-                if not batch.timestamp_type:
-                    assert max(r.timestamp for r in records) == batch.max_timestamp
+        records = batch.records()  # compressed ones (lz4 here) decompressed on the way
+        assert len(records) == batch.record_count
+        if records:
+            assert records[-1].offset <= batch.last_offset
+            assert all(batch.base_offset <= r.offset <= batch.last_offset for r in records)
+            if not batch.timestamp_type:
+                assert max(r.timestamp for r in records) == batch.max_timestamp
     assert reader.trailing_bytes == 0 and reader.valid_bytes == len(data)
 
 
@@ -57,3 +56,15 @@ def test_fetch_capture_v2() -> None:
     batches = list(kcodec.read_batches(path.read_bytes()))
     assert [b.base_offset for b in batches] == [0, 2]
     assert sum(len(b.records()) for b in batches) == 4
+
+
+def test_lz4_segments_are_lz4() -> None:
+    codecs = {b.compression_id for path in SEGMENTS for b in kcodec.read_batches(path.read_bytes())}
+    assert 3 in codecs
+
+
+def test_fetch_capture_v2_gzip() -> None:
+    path = shared_path("testdata", "kafka-wire", "segmentio__kafka-go", "v2c-v2c.records.bin")
+    batches = list(kcodec.read_batches(path.read_bytes()))
+    assert [b.compression for b in batches] == [kcodec.Compression.GZIP] * 2
+    assert [r.offset for b in batches for r in b] == [0, 1, 2, 3]

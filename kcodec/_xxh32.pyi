@@ -1,0 +1,3 @@
+from typing_extensions import Buffer
+
+def xxh32(data: Buffer, seed: int = 0) -> int: ...

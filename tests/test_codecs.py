@@ -1,0 +1,254 @@
+"""kcodec.codecs: Kafka's framing for every codec, levels, limits, magic rules."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import zlib
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kcodec
+from kcodec import Compression
+from kcodec import codecs as C
+from kcodec.errors import (CompressionError, DecompressionLimitError, KcodecError,
+                           UnsupportedCompressionTypeError)
+
+CODECS = [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD]
+LEVELS: dict[Compression, list[int | None]] = {Compression.GZIP: [None, -1, 1, 6, 9], Compression.SNAPPY: [None],
+          Compression.LZ4: [None, 1, 9, 10, 17], Compression.ZSTD: [None, -5, 1, 3, 19]}
+CASES = [(codec, level) for codec in CODECS for level in LEVELS[codec]]
+TEXT = b"".join(b'{"user": "u%03d", "event": "click", "seq": %d}\n' % (i % 97, i)
+                for i in range(5000))
+
+
+@pytest.mark.parametrize(("codec", "level"), CASES)
+def test_round_trip_every_level(codec: Compression, level: int | None) -> None:
+    for data in (b"", b"x", TEXT, os.urandom(70_000)):
+        packed = C.compress(codec, data, level)
+        assert C.decompress(codec, packed) == data
+
+
+@settings(max_examples=60)
+@given(st.sampled_from(CASES), st.binary(max_size=200_000))
+def test_round_trip_property(case: tuple[Compression, int | None], data: bytes) -> None:
+    codec, level = case
+    assert C.decompress(codec, C.compress(codec, data, level)) == data
+
+
+@settings(max_examples=200)
+@given(st.sampled_from(CODECS), st.binary(min_size=1, max_size=3000), st.data())
+def test_truncation_and_corruption_raise_kcodec_errors(codec: Compression, data: bytes,
+                                                       draw: st.DataObject) -> None:
+    packed = bytearray(C.compress(codec, data))
+    cut = draw.draw(st.integers(0, len(packed) - 1))
+    for candidate in (packed[:cut], _flip(packed, draw.draw(st.integers(0, len(packed) - 1)))):
+        try:
+            C.decompress(codec, candidate, max_size=1 << 20)
+        except KcodecError:
+            pass
+
+
+def _flip(data: bytearray, position: int) -> bytearray:
+    flipped = bytearray(data)
+    flipped[position] ^= 0x5A
+    return flipped
+
+
+def test_names_ids_and_none() -> None:
+    assert C.compress("none", b"abc") == b"abc"
+    assert C.decompress(0, b"abc") == b"abc"
+    assert C.decompress("lz4", C.compress(3, b"abc")) == b"abc"
+    with pytest.raises(UnsupportedCompressionTypeError):
+        C.compress(7, b"x")
+    with pytest.raises(UnsupportedCompressionTypeError):
+        C.decompress("brotli", b"x")
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_levels_out_of_range(codec: Compression) -> None:
+    with pytest.raises(ValueError):
+        C.compress(codec, b"x", 10**6)
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_zstd_needs_magic_2(magic: int) -> None:
+    calls: list[Callable[[], bytes]] = [
+        lambda: C.compress("zstd", b"x", magic=magic),
+        lambda: C.decompress("zstd", C.compress("zstd", b"x"), magic=magic),
+    ]
+    for call in calls:
+        with pytest.raises(UnsupportedCompressionTypeError) as info:
+            call()
+        assert info.value.error_code == 76
+
+
+# ---- gzip --------------------------------------------------------------------------------
+
+def test_gzip_header_as_java_writes_it() -> None:
+    packed = C.compress("gzip", TEXT)
+    assert packed[:10] == bytes.fromhex("1f8b08000000000000ff")
+    assert struct.unpack("<II", packed[-8:]) == (zlib.crc32(TEXT), len(TEXT))
+
+
+def test_gzip_members_garbage_and_zlib() -> None:
+    one, two = C.compress("gzip", b"first "), C.compress("gzip", b"second")
+    assert C.decompress("gzip", one + two) == b"first second"
+    assert C.decompress("gzip", one + b"GARBAGE") == b"first "
+    with pytest.raises(CompressionError, match="GZIP"):
+        C.decompress("gzip", zlib.compress(b"zlib stream"))
+    with pytest.raises(CompressionError):
+        C.decompress("gzip", one[:-3])
+
+
+# ---- snappy ------------------------------------------------------------------------------
+
+def test_snappy_xerial_layout() -> None:
+    data = TEXT * 3  # several 32 KiB blocks
+    packed = C.compress("snappy", data)
+    assert packed[:16] == b"\x82SNAPPY\x00" + bytes.fromhex("0000000100000001")
+    pos, blocks = 16, 0
+    while pos < len(packed):
+        (length,) = struct.unpack_from(">i", packed, pos)
+        pos += 4 + length
+        blocks += 1
+    assert pos == len(packed) and blocks == -(-len(data) // 32768)
+
+
+def test_snappy_raw_and_concatenated() -> None:
+    import cramjam
+    raw = bytes(cramjam.snappy.compress_raw(b"raw block"))
+    assert C.decompress("snappy", raw) == b"raw block"
+    a, b = C.compress("snappy", b"one "), C.compress("snappy", b"two")
+    assert C.decompress("snappy", a + b) == b"one two"
+    assert C.decompress("snappy", a + b"\x00\x00\x00") == b"one "  # 1-3 trailing bytes
+    with pytest.raises(CompressionError):
+        C.decompress("snappy", a + b"\x00\x00\x10\x00abc")
+
+
+# ---- lz4 ---------------------------------------------------------------------------------
+
+def test_lz4_frame_layout_and_kip57_checksums() -> None:
+    for magic, hc in ((2, 0x82), (1, 0x82), (0, 0x1A)):
+        packed = C.compress("lz4", TEXT, magic=magic)
+        assert packed[:7] == bytes.fromhex("04224d186040") + bytes([hc])
+        assert packed[-4:] == bytes(4)
+    broken = C.compress("lz4", TEXT, magic=0)
+    correct = C.compress("lz4", TEXT, magic=2)
+    assert C.decompress("lz4", broken, magic=0) == TEXT   # magic 0 reads either form
+    assert C.decompress("lz4", correct, magic=0) == TEXT
+    garbage_hc = correct[:6] + b"\x00" + correct[7:]
+    assert C.decompress("lz4", garbage_hc, magic=0) == TEXT  # magic 0 never checks
+    for magic in (1, 2):
+        with pytest.raises(CompressionError, match="descriptor corrupted"):
+            C.decompress("lz4", broken, magic=magic)
+
+
+def test_lz4_incompressible_blocks_are_stored() -> None:
+    noise = os.urandom(100_000)
+    packed = C.compress("lz4", noise)
+    (first,) = struct.unpack_from("<I", packed, 7)
+    assert first == 0x80000000 | 65536
+    assert C.decompress("lz4", packed) == noise
+
+
+def test_lz4_reads_python_lz4_frames() -> None:
+    import lz4.frame
+    for checksums in (False, True):
+        packed = lz4.frame.compress(TEXT, block_linked=False, block_checksum=checksums,
+                                    content_checksum=checksums, store_size=True)
+        assert C.decompress("lz4", packed) == TEXT
+    linked = lz4.frame.compress(TEXT, block_linked=True)
+    with pytest.raises(CompressionError, match="Dependent"):
+        C.decompress("lz4", linked)
+
+
+# ---- zstd --------------------------------------------------------------------------------
+
+def test_zstd_frames() -> None:
+    import zstandard
+    with_size = zstandard.ZstdCompressor(write_checksum=True).compress(b"sized ")
+    assert C.decompress("zstd", with_size + C.compress("zstd", b"stream")) == b"sized stream"
+    skippable = struct.pack("<II", 0x184D2A50, 3) + b"abc"
+    assert C.decompress("zstd", skippable + with_size) == b"sized "
+    with pytest.raises(CompressionError):
+        C.decompress("zstd", with_size + b"GARBAGE!")
+
+
+# ---- bounds --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_limit_is_enforced(codec: Compression) -> None:
+    data = bytes(1 << 20)
+    packed = C.compress(codec, data)
+    assert C.decompress(codec, packed, max_size=1 << 20) == data
+    with pytest.raises(DecompressionLimitError) as info:
+        C.decompress(codec, packed, max_size=(1 << 20) - 1)
+    assert info.value.error_code == 10
+
+
+def test_global_limit() -> None:
+    packed = C.compress("zstd", bytes(100_000))
+    before = C.get_max_decompressed_size()
+    try:
+        C.set_max_decompressed_size(50_000)
+        with pytest.raises(DecompressionLimitError):
+            C.decompress("zstd", packed)
+    finally:
+        C.set_max_decompressed_size(before)
+    assert C.decompress("zstd", packed) == bytes(100_000)
+
+
+BOMB_SCRIPT = """
+import resource, sys
+from kcodec import codecs
+from kcodec.errors import DecompressionLimitError
+codec, path = sys.argv[1], sys.argv[2]
+bomb = open(path, "rb").read()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    codecs.decompress(codec, bomb, max_size=4 << 20)
+except DecompressionLimitError:
+    pass
+else:
+    raise SystemExit("no error")
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print((after - before) // 1024)
+"""
+
+
+def make_bomb(codec: str) -> bytes:
+    """A small compressed payload that expands to 64 MiB or more."""
+    if codec == "gzip":
+        deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+        chunk = bytes(1 << 20)
+        body = b"".join(deflate.compress(chunk) for _ in range(256)) + deflate.flush()
+        return bytes.fromhex("1f8b08000000000000ff") + body + bytes(8)
+    return C.compress(codec, bytes(64 << 20))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux")
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_decompression_bomb_stays_within_the_limit(codec: str, tmp_path: object) -> None:
+    bomb = make_bomb(codec)
+    path = os.path.join(str(tmp_path), "bomb")
+    with open(path, "wb") as f:
+        f.write(bomb)
+    proc = subprocess.run([sys.executable, "-c", BOMB_SCRIPT, codec, path],
+                          capture_output=True, text=True, cwd=os.path.dirname(__file__),
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    grown_mib = int(proc.stdout)
+    assert grown_mib < 24, f"{codec}: resident memory grew by {grown_mib} MiB"
+
+
+def test_zstd_bomb_is_a_few_kib() -> None:
+    bomb = make_bomb("zstd")
+    assert len(bomb) < 8192
+    with pytest.raises(DecompressionLimitError):
+        C.decompress("zstd", bomb, max_size=1 << 20)
