@@ -38,6 +38,7 @@ def extension(name: str, *sources: str) -> Extension:
 
 EXTENSIONS = [
     extension("_crc32c", "crc32c.c"),
+    extension("_scratch"),
     extension("_varint"),
     extension("_xxh32", "xxh32.c"),
     extension("_batch"),

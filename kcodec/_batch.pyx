@@ -14,6 +14,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from kcodec._crc32c cimport crc32c_update
+from kcodec._scratch cimport ScratchBuffer
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
                              ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, LOG_OVERHEAD,
                              MIN_ENTRY_SIZE, OFF_ATTRIBUTES, OFF_BASE_OFFSET,
@@ -26,7 +27,7 @@ from kcodec._native cimport (KC_ERR_EOF, KC_ERR_HEADER_COUNT, KC_ERR_HEADER_KEY,
                              kc_scan_record, kc_status)
 
 from kcodec.constants import Compression, ControlType, TimestampType
-from kcodec.codecs import decompress as _decompress
+from kcodec.codecs import decompress_to_scratch as _decompress_to_scratch
 from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
                            NotSupportedError, RecordTooLargeError,
                            UnsupportedCompressionTypeError)
@@ -128,8 +129,16 @@ cdef class RecordIterator:
 
     def __next__(self):
         if self._remaining <= 0:
+            self._finish()
             raise StopIteration
         return self._next()
+
+    cdef void _finish(self):
+        """Iteration is over: let go of a decompressed region, back to the pool."""
+        if self._decompressed and self._owner is not None:
+            if self._batch._decompressed is self._owner:
+                self._batch._decompressed = None
+            self._owner = None
 
     cdef Py_ssize_t _position(self, const uint8_t *at):
         if self._decompressed:
@@ -214,7 +223,7 @@ cdef class RecordBatch:
     cdef const uint8_t *_p
     cdef bint _strict
     cdef Py_ssize_t _max_decompressed_size   # -1: the global limit
-    cdef bytes _decompressed
+    cdef ScratchBuffer _decompressed
     cdef readonly Py_ssize_t position
     cdef readonly Py_ssize_t size
     cdef readonly int64_t base_offset
@@ -319,6 +328,7 @@ cdef class RecordBatch:
         cdef list out = []
         while it._remaining > 0:
             out.append(it._next())
+        it._finish()
         return out
 
     cdef RecordIterator _iterator(self):
@@ -341,10 +351,10 @@ cdef class RecordBatch:
         if codec > 4:
             raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
                                                   position=self.position + CRC_START)
-        cdef bytes records = self._decompressed_records(codec)
+        cdef ScratchBuffer records = self._decompressed_records(codec)
         it._owner = records
-        it._start = <const uint8_t *><const char *>records
-        it._end = it._start + len(records)
+        it._start = records.mem.data
+        it._end = it._start + records.length
         it._start_position = self.position
         it._decompressed = True
         it._p = it._start
@@ -364,11 +374,12 @@ cdef class RecordBatch:
                 " (in the decompressed records)", position=self.position)
         return it
 
-    cdef bytes _decompressed_records(self, int codec):
-        """The records section, decompressed on first use and kept with the batch."""
+    cdef ScratchBuffer _decompressed_records(self, int codec):
+        """The records section, decompressed on first use. The batch keeps it until an
+        iteration has gone through it all; then the buffer goes back to the pool."""
         if self._decompressed is None:
             try:
-                self._decompressed = _decompress(
+                self._decompressed = _decompress_to_scratch(
                     codec, self.buffer[HEADER_SIZE:], 2,
                     None if self._max_decompressed_size < 0 else self._max_decompressed_size)
             except KcodecError as exc:

@@ -1,20 +1,21 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Building record batches (magic 2) byte-for-byte as Kafka's MemoryRecordsBuilder.
 
-Records are encoded into a scratch buffer taken from a small pool of spare
-buffers (as the Java producer's BufferPool reuses its buffers), so steady-state
-building touches no fresh memory until ``build()`` copies the finished batch
-into its bytes object: one copy of each key, value and header, one CRC pass.
+Records are encoded into a buffer from kcodec's pool of spare buffers (see
+_scratch.pyx), so steady-state building touches no fresh memory until ``build()``
+copies the finished batch into its bytes object: one copy of each key, value and
+header, and one CRC pass.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from kcodec._crc32c cimport crc32c_update
+from kcodec._scratch cimport Scratch, scratch_give_back, scratch_grow, scratch_take
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
                              ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, LOG_OVERHEAD,
                              OFF_ATTRIBUTES, OFF_BASE_OFFSET, OFF_BASE_SEQUENCE,
@@ -52,40 +53,6 @@ cdef enum:
     MAX_VARINT = 5
     INITIAL_CAPACITY = 16384
     HEADERS_ON_STACK = 8
-    SPARE_BUFFERS = 4                 # buffers kept for reuse ...
-    SPARE_MAX_SIZE = 16 * 1024 * 1024 # ... when no larger than this
-
-
-cdef struct _Scratch:
-    uint8_t *data
-    size_t capacity
-
-
-cdef _Scratch _spares[SPARE_BUFFERS]
-cdef int _n_spares = 0
-
-
-cdef _Scratch _scratch_take(size_t at_least) noexcept:
-    """A spare buffer (any size; the caller grows it), or a new one. data is NULL on failure."""
-    global _n_spares
-    cdef _Scratch s
-    if _n_spares > 0:
-        _n_spares -= 1
-        return _spares[_n_spares]
-    s.capacity = at_least
-    s.data = <uint8_t *>PyMem_RawMalloc(at_least)
-    return s
-
-
-cdef void _scratch_give_back(_Scratch s) noexcept:
-    global _n_spares
-    if s.data == NULL:
-        return
-    if _n_spares < SPARE_BUFFERS and s.capacity <= SPARE_MAX_SIZE:
-        _spares[_n_spares] = s
-        _n_spares += 1
-    else:
-        PyMem_RawFree(s.data)
 
 
 cdef struct _Span:
@@ -184,7 +151,7 @@ cdef class BatchBuilder:
     ``timestamp_type`` with ``log_append_time`` (defaults to now); and
     ``delete_horizon_ms`` (kept in base_timestamp, attribute bit 6 set).
     """
-    cdef _Scratch _buf             # the batch under construction, header space first
+    cdef Scratch _buf              # the batch under construction, header space first
     cdef Py_ssize_t _len
     cdef object _built
     cdef int _attributes
@@ -202,13 +169,13 @@ cdef class BatchBuilder:
     cdef object _level
 
     def __cinit__(self):
-        self._buf = _scratch_take(INITIAL_CAPACITY)
+        self._buf = scratch_take(INITIAL_CAPACITY)
         if self._buf.data == NULL:
             raise MemoryError()
         self._len = HEADER_SIZE
 
     def __dealloc__(self):
-        _scratch_give_back(self._buf)
+        scratch_give_back(self._buf)
 
     def __init__(self, *, int magic=2, compression=Compression.NONE, level=None,
                  int64_t base_offset=0, int32_t partition_leader_epoch=-1,
@@ -375,17 +342,9 @@ cdef class BatchBuilder:
     cdef uint8_t *_reserve(self, Py_ssize_t extra) except NULL:
         """Room for ``extra`` more bytes; returns where they start."""
         cdef Py_ssize_t need = self._len + extra
-        cdef size_t capacity
-        cdef uint8_t *grown
         if need > INT32_MAX:
             raise RecordTooLargeError(f"the batch would grow to {need} bytes, past 2 GiB")
-        if <size_t>need > self._buf.capacity:
-            capacity = max(<size_t>need, 2 * self._buf.capacity)
-            grown = <uint8_t *>PyMem_RawRealloc(self._buf.data, capacity)
-            if grown == NULL:
-                raise MemoryError()
-            self._buf.data = grown
-            self._buf.capacity = capacity
+        scratch_grow(&self._buf, <size_t>need)
         return self._buf.data + self._len
 
     def build(self):
@@ -416,7 +375,7 @@ cdef class BatchBuilder:
                       self._attributes, self._base_timestamp, max_ts, self._producer_id,
                       self._producer_epoch, self._base_sequence, self._count)
         self._built = PyBytes_FromStringAndSize(<char *>p, size)
-        _scratch_give_back(self._buf)
+        scratch_give_back(self._buf)
         self._buf.data = NULL
         return self._built
 

@@ -12,9 +12,13 @@ global limit, see :func:`set_max_decompressed_size`), checked while decompressin
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from typing import Any
 
+import zstandard
+
+from kcodec._scratch import ScratchBuffer
 from kcodec._xxh32 import xxh32
 from kcodec.constants import Compression
 from kcodec.errors import (CompressionError, DecompressionLimitError,
@@ -67,9 +71,7 @@ def _gzip_compress(data: memoryview, level: int) -> bytes:
     return _GZIP_HEADER + body + trailer
 
 
-def _gzip_decompress(data: memoryview, limit: int) -> bytes:
-    out: list[bytes] = []
-    produced = 0
+def _gzip_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
     rest: bytes | memoryview = data
     first = True
     while rest:
@@ -82,20 +84,18 @@ def _gzip_decompress(data: memoryview, limit: int) -> bytes:
         pending = rest
         while True:
             try:
-                chunk = member.decompress(pending, limit - produced + 1)
+                chunk = member.decompress(pending, limit - len(sink) + 1)
             except zlib.error as exc:
                 raise CompressionError(f"corrupt gzip data: {exc}") from None
-            produced += len(chunk)
-            if produced > limit:
+            if len(sink) + len(chunk) > limit:
                 raise _limit_error(limit)
-            out.append(chunk)
+            sink.write(chunk)
             if member.eof:
                 rest = member.unused_data
                 break
             pending = member.unconsumed_tail
             if not pending:
                 raise CompressionError("gzip stream ended prematurely")
-    return b"".join(out)
 
 
 # ---- snappy, xerial framing (FORMAT.md §4.2) ----------------------------------------------
@@ -121,25 +121,25 @@ def _snappy_compress(data: memoryview) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_block(block: memoryview, budget: int, limit: int) -> bytes:
+def _snappy_block(block: memoryview, limit: int, sink: ScratchBuffer) -> None:
     snappy = _snappy()
     try:
         size = snappy.decompress_raw_len(block)
     except Exception as exc:
         raise CompressionError(f"corrupt snappy block: {exc}") from None
-    if size > budget:
+    if len(sink) + size > limit:
         raise _limit_error(limit)
     try:
-        return bytes(snappy.decompress_raw(block))
+        written = snappy.decompress_raw_into(block, sink.window(size))
     except Exception as exc:
         raise CompressionError(f"corrupt snappy block: {exc}") from None
+    sink.commit(written)
 
 
-def _snappy_decompress(data: memoryview, limit: int) -> bytes:
+def _snappy_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
     if len(data) < 16 or data[:8] != _XERIAL_MAGIC:
-        return _snappy_block(data, limit, limit)  # a raw block, as librdkafka writes
-    out: list[bytes] = []
-    produced = 0
+        _snappy_block(data, limit, sink)  # a raw block, as librdkafka writes
+        return
     pos = 16
     while len(data) - pos >= 4:  # Java ignores 1-3 trailing bytes
         (length,) = struct.unpack_from(">I", data, pos)
@@ -149,11 +149,8 @@ def _snappy_decompress(data: memoryview, limit: int) -> bytes:
         pos += 4
         if length > 0x7FFFFFFF or length > len(data) - pos:
             raise CompressionError(f"xerial snappy chunk of {length} bytes runs past the data")
-        block = _snappy_block(data[pos:pos + length], limit - produced, limit)
-        produced += len(block)
-        out.append(block)
+        _snappy_block(data[pos:pos + length], limit, sink)
         pos += length
-    return b"".join(out)
 
 
 # ---- lz4, the Kafka LZ4 frame (FORMAT.md §4.3) ----------------------------------------
@@ -172,16 +169,16 @@ def _lz4_header_checksum(descriptor: bytes | memoryview, magic: int) -> int:
 
 
 def _lz4_compress(data: memoryview, level: int, magic: int) -> bytes:
-    import lz4.block
+    import cramjam
     descriptor = bytes([_LZ4_FLG, _LZ4_BD])
     parts = [_LZ4_MAGIC, descriptor, bytes([_lz4_header_checksum(descriptor, magic)])]
     for start in range(0, len(data), _LZ4_WRITE_BLOCK):
         block = data[start:start + _LZ4_WRITE_BLOCK]
         if level == DEFAULT_LEVELS[Compression.LZ4]:  # lz4-java's fast compressor
-            packed = lz4.block.compress(block, mode="default", store_size=False)
+            packed = bytes(cramjam.lz4.compress_block(block, store_size=False))
         else:
-            packed = lz4.block.compress(block, mode="high_compression", compression=level,
-                                        store_size=False)
+            packed = bytes(cramjam.lz4.compress_block(block, mode="high_compression",
+                                                      compression=level, store_size=False))
         if len(packed) >= len(block):
             parts += [struct.pack("<I", len(block) | 0x80000000), bytes(block)]
         else:
@@ -190,16 +187,17 @@ def _lz4_compress(data: memoryview, level: int, magic: int) -> bytes:
     return b"".join(parts)
 
 
-def _lz4_block(block: memoryview, bound: int) -> bytes | None:
-    """One decompressed block of at most ``bound`` bytes; None if it does not fit or is corrupt."""
-    import lz4.block
+def _lz4_block(block: memoryview, bound: int, sink: ScratchBuffer) -> int | None:
+    """Decompress one block into the sink's next ``bound`` bytes; its size, or None if it
+    does not fit or is corrupt."""
+    import cramjam
     try:
-        return lz4.block.decompress(block, uncompressed_size=bound)  # type: ignore[no-any-return]
-    except lz4.block.LZ4BlockError:
+        return int(cramjam.lz4.decompress_block_into(block, sink.window(bound)))
+    except cramjam.DecompressionError:
         return None
 
 
-def _lz4_decompress(data: memoryview, magic: int, limit: int) -> bytes:
+def _lz4_decompress(data: memoryview, magic: int, limit: int, sink: ScratchBuffer) -> None:
     if len(data) < 7 or data[:4] != _LZ4_MAGIC:
         raise CompressionError("not an LZ4 frame")
     flg, bd = data[4], data[5]
@@ -219,17 +217,13 @@ def _lz4_decompress(data: memoryview, magic: int, limit: int) -> bytes:
     if magic != 0 and data[pos] != _lz4_header_checksum(data[4:pos], magic):
         raise CompressionError("Stream frame descriptor corrupted")
     pos += 1
-    out: list[bytes] = []
-    produced = 0
     while True:
         if len(data) - pos < 4:
             raise CompressionError("Stream ended prematurely (no LZ4 end mark)")
         (word,) = struct.unpack_from("<I", data, pos)
         pos += 4
         if word == 0:
-            if content_checksum:
-                pos += 4  # read, not verified, as Java
-            return b"".join(out)  # bytes after the end mark are ignored, as Java
+            return  # a content checksum is not verified, bytes after the end mark ignored: Java
         stored, size = word & 0x80000000, word & 0x7FFFFFFF
         if size > max_block or size > len(data) - pos:
             raise CompressionError(f"LZ4 block of {size} bytes is invalid here")
@@ -239,22 +233,20 @@ def _lz4_decompress(data: memoryview, magic: int, limit: int) -> bytes:
             if len(data) - pos < 4 or struct.unpack_from("<I", data, pos)[0] != xxh32(block):
                 raise CompressionError("LZ4 block checksum mismatch")
             pos += 4
-        budget = limit - produced
-        chunk: bytes | None
+        budget = limit - len(sink)
         if stored:
             if size > budget:
                 raise _limit_error(limit)
-            chunk = bytes(block)
-        else:
-            chunk = _lz4_block(block, min(max_block, budget))
-            if chunk is None:
-                # Too large for the budget, or corrupt: a block is at most 4 MiB, so telling
-                # the two apart costs at most that much memory.
-                if budget < max_block and _lz4_block(block, max_block) is not None:
-                    raise _limit_error(limit)
-                raise CompressionError("corrupt LZ4 block")
-        produced += len(chunk)
-        out.append(chunk)
+            sink.write(block)
+            continue
+        written = _lz4_block(block, min(max_block, budget), sink)
+        if written is None:
+            # Too large for the budget, or corrupt: a block is at most 4 MiB, so telling
+            # the two apart costs at most that much memory.
+            if budget < max_block and _lz4_block(block, max_block, sink) is not None:
+                raise _limit_error(limit)
+            raise CompressionError("corrupt LZ4 block")
+        sink.commit(written)
 
 
 # ---- zstd (FORMAT.md §4.4) ----------------------------------------------------------------
@@ -263,7 +255,6 @@ _ZSTD_MAX_WINDOW = 1 << 27  # zstd-jni's default limit: windowLog 27
 
 
 def _zstd_compress(data: memoryview, level: int) -> bytes:
-    import zstandard
     # As Kafka's stream writes it: compress, flush (closing the last data block), then end
     # the frame, which adds an empty last block. No content size, no checksum.
     stream = zstandard.ZstdCompressor(level=level).compressobj()
@@ -271,24 +262,31 @@ def _zstd_compress(data: memoryview, level: int) -> bytes:
             + stream.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
 
 
-def _zstd_decompress(data: memoryview, limit: int) -> bytes:
-    import zstandard
-    dctx = zstandard.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW)
-    out: list[bytes] = []
-    produced = 0
+def _zstd_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
+    dctx = _zstd_decompressor()
     try:
         with dctx.stream_reader(data, read_across_frames=True, read_size=1 << 17) as reader:
             while True:
-                chunk = reader.read(min(1 << 20, limit - produced + 1))
-                if not chunk:
-                    break
-                produced += len(chunk)
-                if produced > limit:
+                want = min(1 << 20, limit - len(sink) + 1)
+                got = reader.readinto(sink.window(want))
+                if not got:
+                    return
+                sink.commit(got)
+                if len(sink) > limit:
                     raise _limit_error(limit)
-                out.append(chunk)
     except zstandard.ZstdError as exc:
         raise CompressionError(f"corrupt zstd data: {exc}") from None
-    return b"".join(out)
+
+
+_local = threading.local()
+
+
+def _zstd_decompressor() -> zstandard.ZstdDecompressor:
+    """This thread's decompression context (creating one costs more than a small batch)."""
+    dctx: zstandard.ZstdDecompressor | None = getattr(_local, "zstd", None)
+    if dctx is None:
+        dctx = _local.zstd = zstandard.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW)
+    return dctx
 
 
 # ---- public entry points --------------------------------------------------------------------
@@ -327,20 +325,29 @@ def compress(codec: Compression | int | str, data: Any, level: int | None = None
 def decompress(codec: Compression | int | str, data: Any, magic: int = 2,
                max_size: int | None = None) -> bytes:
     """Decompress what Kafka stores for ``codec``, producing at most ``max_size`` bytes."""
+    return decompress_to_scratch(codec, data, magic, max_size).tobytes()
+
+
+def decompress_to_scratch(codec: Compression | int | str, data: Any, magic: int = 2,
+                          max_size: int | None = None) -> ScratchBuffer:
+    """As :func:`decompress`, into a pooled buffer (what the batch reader iterates)."""
     kind = _check_codec(codec, magic)
     view = memoryview(data).cast("B")
     limit = _max_decompressed_size if max_size is None else max_size
+    sink = ScratchBuffer(min(limit, 4 * len(view) + 1024))
     if kind == Compression.NONE:
         if len(view) > limit:
             raise _limit_error(limit)
-        return bytes(view)
-    if kind == Compression.GZIP:
-        return _gzip_decompress(view, limit)
-    if kind == Compression.SNAPPY:
-        return _snappy_decompress(view, limit)
-    if kind == Compression.LZ4:
-        return _lz4_decompress(view, magic, limit)
-    return _zstd_decompress(view, limit)
+        sink.write(view)
+    elif kind == Compression.GZIP:
+        _gzip_decompress(view, limit, sink)
+    elif kind == Compression.SNAPPY:
+        _snappy_decompress(view, limit, sink)
+    elif kind == Compression.LZ4:
+        _lz4_decompress(view, magic, limit, sink)
+    else:
+        _zstd_decompress(view, limit, sink)
+    return sink
 
 
 __all__ = ["DEFAULT_MAX_DECOMPRESSED_SIZE", "compress", "decompress",

@@ -1,0 +1,20 @@
+cimport cython
+from libc.stdint cimport uint8_t
+
+
+# A block of memory from the pool of spare buffers (see _scratch.pyx).
+cdef struct Scratch:
+    uint8_t *data
+    size_t capacity
+
+
+cdef Scratch scratch_take(size_t at_least) noexcept
+cdef void scratch_give_back(Scratch s) noexcept
+cdef int scratch_grow(Scratch *s, size_t at_least) except -1
+
+
+@cython.final
+cdef class ScratchBuffer:
+    cdef Scratch mem
+    cdef Py_ssize_t length
+    cdef int reserve(self, size_t extra) except -1

@@ -1,0 +1,111 @@
+# cython: language_level=3
+"""Reusable memory for building and decompressing batches.
+
+Fresh memory costs a page fault per 4 KiB page on first touch, which on a virtual
+machine can cost more than the work done in it. Builders and decompressed batches
+therefore take their buffers from a small pool of spare ones (as the Java client's
+BufferPool does) and give them back when done, so steady-state work stays on warm pages.
+The pool is used with the GIL held.
+"""
+from cpython.buffer cimport PyBUF_WRITABLE
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
+from libc.string cimport memcpy
+
+
+cdef extern from "Python.h":
+    object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
+    int PyBUF_READ
+    int PyBUF_WRITE
+
+
+cdef enum:
+    SPARE_BUFFERS = 4                   # buffers kept for reuse ...
+    SPARE_MAX_SIZE = 16 * 1024 * 1024   # ... when no larger than this
+    MIN_SIZE = 16 * 1024
+
+
+cdef Scratch _spares[SPARE_BUFFERS]
+cdef int _n_spares = 0
+
+
+cdef Scratch scratch_take(size_t at_least) noexcept:
+    """A spare buffer (of any size: grow it with scratch_grow), or a new one; data NULL on failure."""
+    global _n_spares
+    cdef Scratch s
+    if _n_spares > 0:
+        _n_spares -= 1
+        return _spares[_n_spares]
+    s.capacity = max(at_least, <size_t>MIN_SIZE)
+    s.data = <uint8_t *>PyMem_RawMalloc(s.capacity)
+    return s
+
+
+cdef void scratch_give_back(Scratch s) noexcept:
+    global _n_spares
+    if s.data == NULL:
+        return
+    if _n_spares < SPARE_BUFFERS and s.capacity <= SPARE_MAX_SIZE:
+        _spares[_n_spares] = s
+        _n_spares += 1
+    else:
+        PyMem_RawFree(s.data)
+
+
+cdef int scratch_grow(Scratch *s, size_t at_least) except -1:
+    """Grow s to hold at least ``at_least`` bytes (geometrically), keeping its content."""
+    if at_least <= s.capacity:
+        return 0
+    cdef size_t capacity = max(at_least, 2 * s.capacity)
+    cdef uint8_t *grown = <uint8_t *>PyMem_RawRealloc(s.data, capacity)
+    if grown == NULL:
+        raise MemoryError()
+    s.data = grown
+    s.capacity = capacity
+    return 0
+
+
+cdef class ScratchBuffer:
+    """A growable byte buffer from the pool, filled by the decompressors.
+
+    ``length`` bytes are in use. ``window`` hands out writable views of the space
+    after them; a window must be used at once and dropped before the buffer grows
+    again (this module's callers keep to that: the buffer is private to one call).
+    """
+
+    def __cinit__(self, size_t size_hint=0):
+        self.mem = scratch_take(size_hint)
+        if self.mem.data == NULL:
+            raise MemoryError()
+        scratch_grow(&self.mem, size_hint)
+
+    def __dealloc__(self):
+        scratch_give_back(self.mem)
+
+    cdef int reserve(self, size_t extra) except -1:
+        return scratch_grow(&self.mem, <size_t>self.length + extra)
+
+    def __len__(self):
+        return self.length
+
+    def window(self, Py_ssize_t size):
+        """A writable view of ``size`` bytes after the used ones (the buffer grows first)."""
+        self.reserve(size)
+        return PyMemoryView_FromMemory(<char *>self.mem.data + self.length, size, PyBUF_WRITE)
+
+    def commit(self, Py_ssize_t size):
+        """Count ``size`` more bytes (written through the last window) as used."""
+        if size < 0 or <size_t>(self.length + size) > self.mem.capacity:
+            raise ValueError("commit past the window")
+        self.length += size
+
+    def write(self, data):
+        """Append a copy of ``data``."""
+        cdef const unsigned char[::1] view = data
+        cdef Py_ssize_t n = view.shape[0]
+        self.reserve(n)
+        if n:
+            memcpy(self.mem.data + self.length, &view[0], n)
+        self.length += n
+
+    def tobytes(self):
+        return (<char *>self.mem.data)[:self.length]
