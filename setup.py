@@ -40,7 +40,7 @@ EXTENSIONS = [
     extension("_crc32c", "crc32c.c"),
     extension("_scratch"),
     extension("_varint"),
-    extension("_xxh32", "xxh32.c"),
+    extension("_frames", "xxh32.c"),
     extension("_batch"),
     extension("_builder"),
 ]

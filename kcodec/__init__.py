@@ -17,7 +17,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
         f"({exc}); install kcodec with pip (it builds them) instead of importing the source tree"
     ) from exc
 
-from kcodec import errors
+from kcodec import codecs, errors
+from kcodec.codecs import compress, decompress
 from kcodec.constants import Compression, ControlType, TimestampType
 
 __version__ = "0.1.0"
@@ -31,9 +32,12 @@ __all__ = [
     "RecordBatch",
     "RecordIterator",
     "TimestampType",
+    "codecs",
+    "compress",
     "crc32c",
     "crc32c_backend",
     "decode_varint",
+    "decompress",
     "decode_varlong",
     "empty_batch",
     "encode_varint",

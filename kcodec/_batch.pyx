@@ -129,16 +129,24 @@ cdef class RecordIterator:
 
     def __next__(self):
         if self._remaining <= 0:
-            self._finish()
             raise StopIteration
         return self._next()
 
-    cdef void _finish(self):
-        """Iteration is over: let go of a decompressed region, back to the pool."""
-        if self._decompressed and self._owner is not None:
-            if self._batch._decompressed is self._owner:
-                self._batch._decompressed = None
-            self._owner = None
+    cdef int _check_all(self) except -1:
+        """Scan every remaining record (no objects made) and raise what decoding would."""
+        cdef const uint8_t *p = self._p
+        cdef kc_record r
+        cdef kc_status status
+        cdef int32_t i
+        for i in range(self._remaining):
+            status = kc_scan_record(&p, self._end, 1, self._batch._strict, &r)
+            if status != KC_OK:
+                raise _status_error(status, self._position(p), self._decompressed)
+        if p != self._end:
+            raise InvalidRecordError(
+                "Incorrect declared batch size, records still remaining in file",
+                position=self._position(p))
+        return 0
 
     cdef Py_ssize_t _position(self, const uint8_t *at):
         if self._decompressed:
@@ -223,7 +231,6 @@ cdef class RecordBatch:
     cdef const uint8_t *_p
     cdef bint _strict
     cdef Py_ssize_t _max_decompressed_size   # -1: the global limit
-    cdef ScratchBuffer _decompressed
     cdef readonly Py_ssize_t position
     cdef readonly Py_ssize_t size
     cdef readonly int64_t base_offset
@@ -320,15 +327,23 @@ cdef class RecordBatch:
                 position=self.position, stored=self.crc, computed=computed)
 
     def __iter__(self):
-        return self._iterator()
+        cdef RecordIterator it = self._iterator()
+        if it._decompressed:
+            it._check_all()
+        return it
 
     def records(self):
-        """Every record, as a list (the same as ``list(batch)``, faster)."""
+        """Every record, as a list (the same as ``list(batch)``, faster).
+
+        A compressed batch is decompressed whole when its records are first asked
+        for, and, as in Java, a bad record anywhere in it raises before any record
+        is returned (iteration checks them all first). Its decompressed bytes go
+        back to the pool when the list or the iterator is done with them.
+        """
         cdef RecordIterator it = self._iterator()
         cdef list out = []
         while it._remaining > 0:
             out.append(it._next())
-        it._finish()
         return out
 
     cdef RecordIterator _iterator(self):
@@ -351,42 +366,22 @@ cdef class RecordBatch:
         if codec > 4:
             raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
                                                   position=self.position + CRC_START)
-        cdef ScratchBuffer records = self._decompressed_records(codec)
+        cdef ScratchBuffer records
+        try:
+            records = _decompress_to_scratch(
+                codec, self.buffer[HEADER_SIZE:], 2,
+                None if self._max_decompressed_size < 0 else self._max_decompressed_size)
+        except KcodecError as exc:
+            if exc.position is None:
+                exc.position = self.position + HEADER_SIZE
+            raise
         it._owner = records
         it._start = records.mem.data
         it._end = it._start + records.length
         it._start_position = self.position
         it._decompressed = True
         it._p = it._start
-        # Java decodes a compressed batch whole before returning any record, so a bad record
-        # anywhere fails the batch: check them all first (a scan, no objects made).
-        cdef const uint8_t *p = it._start
-        cdef kc_record r
-        cdef kc_status status
-        cdef int32_t i
-        for i in range(self.record_count):
-            status = kc_scan_record(&p, it._end, 1, self._strict, &r)
-            if status != KC_OK:
-                raise _status_error(status, self.position, True)
-        if p != it._end:
-            raise InvalidRecordError(
-                "Incorrect declared batch size, records still remaining in file"
-                " (in the decompressed records)", position=self.position)
         return it
-
-    cdef ScratchBuffer _decompressed_records(self, int codec):
-        """The records section, decompressed on first use. The batch keeps it until an
-        iteration has gone through it all; then the buffer goes back to the pool."""
-        if self._decompressed is None:
-            try:
-                self._decompressed = _decompress_to_scratch(
-                    codec, self.buffer[HEADER_SIZE:], 2,
-                    None if self._max_decompressed_size < 0 else self._max_decompressed_size)
-            except KcodecError as exc:
-                if exc.position is None:
-                    exc.position = self.position + HEADER_SIZE
-                raise
-        return self._decompressed
 
     def __repr__(self):
         return (f"RecordBatch(position={self.position}, base_offset={self.base_offset}, "

@@ -16,10 +16,11 @@ import threading
 import zlib
 from typing import Any
 
+import cramjam
 import zstandard
 
 from kcodec._scratch import ScratchBuffer
-from kcodec._xxh32 import xxh32
+from kcodec._frames import lz4_frame_into, lz4_header_checksum, snappy_into
 from kcodec.constants import Compression
 from kcodec.errors import (CompressionError, DecompressionLimitError,
                            UnsupportedCompressionTypeError)
@@ -72,6 +73,20 @@ def _gzip_compress(data: memoryview, level: int) -> bytes:
 
 
 def _gzip_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
+    """cramjam's inflate (several times zlib's speed) for the usual case; zlib for the rest:
+    data after the last member, a wrong size hint, a limit hit, or an error to explain."""
+    if len(data) >= 18:
+        size_hint = int.from_bytes(data[-4:], "little")  # ISIZE of the last member
+        window = min(limit, max(size_hint, 1 << 16))
+        try:
+            sink.commit(cramjam.gzip.decompress_into(data, sink.window(window)))
+            return
+        except cramjam.DecompressionError:
+            pass
+    _gzip_decompress_zlib(data, limit, sink)
+
+
+def _gzip_decompress_zlib(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
     rest: bytes | memoryview = data
     first = True
     while rest:
@@ -103,75 +118,28 @@ def _gzip_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024
-_XERIAL_MAGIC_AS_LENGTH = 0x82534E41  # a second stream's header read as a chunk length
-
-
-def _snappy() -> Any:
-    import cramjam
-    return cramjam.snappy
 
 
 def _snappy_compress(data: memoryview) -> bytes:
-    snappy = _snappy()
     parts = [_XERIAL_HEADER]
     for start in range(0, len(data), _XERIAL_BLOCK):
-        block = bytes(snappy.compress_raw(data[start:start + _XERIAL_BLOCK]))
+        block = bytes(cramjam.snappy.compress_raw(data[start:start + _XERIAL_BLOCK]))
         parts.append(struct.pack(">i", len(block)))
         parts.append(block)
     return b"".join(parts)
 
 
-def _snappy_block(block: memoryview, limit: int, sink: ScratchBuffer) -> None:
-    snappy = _snappy()
-    try:
-        size = snappy.decompress_raw_len(block)
-    except Exception as exc:
-        raise CompressionError(f"corrupt snappy block: {exc}") from None
-    if len(sink) + size > limit:
-        raise _limit_error(limit)
-    try:
-        written = snappy.decompress_raw_into(block, sink.window(size))
-    except Exception as exc:
-        raise CompressionError(f"corrupt snappy block: {exc}") from None
-    sink.commit(written)
-
-
-def _snappy_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
-    if len(data) < 16 or data[:8] != _XERIAL_MAGIC:
-        _snappy_block(data, limit, sink)  # a raw block, as librdkafka writes
-        return
-    pos = 16
-    while len(data) - pos >= 4:  # Java ignores 1-3 trailing bytes
-        (length,) = struct.unpack_from(">I", data, pos)
-        if length == _XERIAL_MAGIC_AS_LENGTH and data[pos:pos + 8] == _XERIAL_MAGIC:
-            pos += 16  # concatenated xerial streams
-            continue
-        pos += 4
-        if length > 0x7FFFFFFF or length > len(data) - pos:
-            raise CompressionError(f"xerial snappy chunk of {length} bytes runs past the data")
-        _snappy_block(data[pos:pos + length], limit, sink)
-        pos += length
-
-
 # ---- lz4, the Kafka LZ4 frame (FORMAT.md §4.3) ----------------------------------------
 
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
-_LZ4_BLOCK_SIZES = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
 _LZ4_WRITE_BLOCK = 64 * 1024
 _LZ4_FLG = 0x60  # version 01, independent blocks
 _LZ4_BD = 0x40   # 64 KiB blocks
 
 
-def _lz4_header_checksum(descriptor: bytes | memoryview, magic: int) -> int:
-    """The frame descriptor's checksum byte; magic 0 has KIP-57's broken one (over the magic)."""
-    covered = _LZ4_MAGIC + bytes(descriptor) if magic == 0 else descriptor
-    return (xxh32(covered) >> 8) & 0xFF
-
-
 def _lz4_compress(data: memoryview, level: int, magic: int) -> bytes:
-    import cramjam
     descriptor = bytes([_LZ4_FLG, _LZ4_BD])
-    parts = [_LZ4_MAGIC, descriptor, bytes([_lz4_header_checksum(descriptor, magic)])]
+    parts = [_LZ4_MAGIC, descriptor, bytes([lz4_header_checksum(descriptor, magic)])]
     for start in range(0, len(data), _LZ4_WRITE_BLOCK):
         block = data[start:start + _LZ4_WRITE_BLOCK]
         if level == DEFAULT_LEVELS[Compression.LZ4]:  # lz4-java's fast compressor
@@ -185,68 +153,6 @@ def _lz4_compress(data: memoryview, level: int, magic: int) -> bytes:
             parts += [struct.pack("<I", len(packed)), packed]
     parts.append(b"\x00\x00\x00\x00")
     return b"".join(parts)
-
-
-def _lz4_block(block: memoryview, bound: int, sink: ScratchBuffer) -> int | None:
-    """Decompress one block into the sink's next ``bound`` bytes; its size, or None if it
-    does not fit or is corrupt."""
-    import cramjam
-    try:
-        return int(cramjam.lz4.decompress_block_into(block, sink.window(bound)))
-    except cramjam.DecompressionError:
-        return None
-
-
-def _lz4_decompress(data: memoryview, magic: int, limit: int, sink: ScratchBuffer) -> None:
-    if len(data) < 7 or data[:4] != _LZ4_MAGIC:
-        raise CompressionError("not an LZ4 frame")
-    flg, bd = data[4], data[5]
-    if flg >> 6 != 1:
-        raise CompressionError(f"unsupported LZ4 frame version {flg >> 6}")
-    if flg & 0x03:
-        raise CompressionError("Reserved bits must be 0 (LZ4 frame flags)")
-    if not flg & 0x20:
-        raise CompressionError("Dependent block stream is unsupported")
-    if bd & 0x8F or (bd >> 4) & 0x07 not in _LZ4_BLOCK_SIZES:
-        raise CompressionError("invalid LZ4 block descriptor")
-    max_block = _LZ4_BLOCK_SIZES[(bd >> 4) & 0x07]
-    block_checksum, content_size, content_checksum = flg & 0x10, flg & 0x08, flg & 0x04
-    pos = 6 + (8 if content_size else 0)
-    if len(data) < pos + 1:
-        raise CompressionError("LZ4 frame header is truncated")
-    if magic != 0 and data[pos] != _lz4_header_checksum(data[4:pos], magic):
-        raise CompressionError("Stream frame descriptor corrupted")
-    pos += 1
-    while True:
-        if len(data) - pos < 4:
-            raise CompressionError("Stream ended prematurely (no LZ4 end mark)")
-        (word,) = struct.unpack_from("<I", data, pos)
-        pos += 4
-        if word == 0:
-            return  # a content checksum is not verified, bytes after the end mark ignored: Java
-        stored, size = word & 0x80000000, word & 0x7FFFFFFF
-        if size > max_block or size > len(data) - pos:
-            raise CompressionError(f"LZ4 block of {size} bytes is invalid here")
-        block = data[pos:pos + size]
-        pos += size
-        if block_checksum:
-            if len(data) - pos < 4 or struct.unpack_from("<I", data, pos)[0] != xxh32(block):
-                raise CompressionError("LZ4 block checksum mismatch")
-            pos += 4
-        budget = limit - len(sink)
-        if stored:
-            if size > budget:
-                raise _limit_error(limit)
-            sink.write(block)
-            continue
-        written = _lz4_block(block, min(max_block, budget), sink)
-        if written is None:
-            # Too large for the budget, or corrupt: a block is at most 4 MiB, so telling
-            # the two apart costs at most that much memory.
-            if budget < max_block and _lz4_block(block, max_block, sink) is not None:
-                raise _limit_error(limit)
-            raise CompressionError("corrupt LZ4 block")
-        sink.commit(written)
 
 
 # ---- zstd (FORMAT.md §4.4) ----------------------------------------------------------------
@@ -342,9 +248,9 @@ def decompress_to_scratch(codec: Compression | int | str, data: Any, magic: int 
     elif kind == Compression.GZIP:
         _gzip_decompress(view, limit, sink)
     elif kind == Compression.SNAPPY:
-        _snappy_decompress(view, limit, sink)
+        snappy_into(view, limit, sink)
     elif kind == Compression.LZ4:
-        _lz4_decompress(view, magic, limit, sink)
+        lz4_frame_into(view, magic, limit, sink)
     else:
         _zstd_decompress(view, limit, sink)
     return sink

@@ -1,0 +1,158 @@
+"""Compressed v2 batches per codec: kcodec against the raw codec library and the peers.
+
+For each codec, one batch of 1000 records (16-byte keys, JSON-like values of 1 KiB):
+- "raw": the codec library alone decompressing the batch's payload (no framing, no records);
+- kcodec: decompressing the batch as the reader does (framing, bounds, record scan), and
+  reading it into Python records;
+- aiokafka and kafka-python reading (CRC checked) and building at the same level.
+
+    python bench/bench_codecs.py [--rounds N] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import struct
+import sys
+from collections.abc import Callable
+
+import cramjam
+import zstandard
+from aiokafka.record._crecords import DefaultRecordBatch as AioBatch
+from aiokafka.record._crecords import DefaultRecordBatchBuilder as AioBuilder
+from kafka.record.default_records import DefaultRecordBatch as KpBatch
+from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import interleaved, print_table, sample_records  # noqa: E402
+
+import kcodec  # noqa: E402
+
+CODEC_IDS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+Records = list[tuple[bytes, bytes, int]]
+
+
+def raw_decompressor(codec: str, payload: memoryview) -> Callable[[], object]:
+    """The library kcodec uses, alone, on the same payload, into a warm buffer (frame
+    parsing done once, outside)."""
+    out = bytearray(4 << 20)
+    if codec == "gzip":
+        return lambda: cramjam.gzip.decompress_into(payload, out)
+    if codec == "zstd":
+        dctx = zstandard.ZstdDecompressor()
+        return lambda: dctx.stream_reader(payload, read_across_frames=True).readinto(out)
+    blocks: list[memoryview] = []
+    if codec == "snappy":
+        pos = 16
+        while pos < len(payload):
+            (length,) = struct.unpack_from(">i", payload, pos)
+            blocks.append(payload[pos + 4:pos + 4 + length])
+            pos += 4 + length
+        return lambda: [cramjam.snappy.decompress_raw_into(b, out) for b in blocks]
+    pos, stored = 7, []
+    while True:
+        (word,) = struct.unpack_from("<I", payload, pos)
+        if word == 0:
+            break
+        size = word & 0x7FFFFFFF
+        (stored if word & 0x80000000 else blocks).append(payload[pos + 4:pos + 4 + size])
+        pos += 4 + size
+    return lambda: [cramjam.lz4.decompress_block_into(b, out) for b in blocks]
+
+
+def kcodec_read(data: bytes) -> None:
+    for batch in kcodec.read_batches(data):
+        for r in batch:
+            r.value
+
+
+def kcodec_decode_only(data: bytes) -> None:
+    """Decompress and check every record (what iter() does before yielding the first)."""
+    for batch in kcodec.read_batches(data):
+        iter(batch)
+
+
+def peer_read(batch_class: type, data: bytes) -> None:
+    batch = batch_class(data)
+    if not batch.validate_crc():
+        raise ValueError("crc")
+    for r in batch:
+        r.value
+
+
+# The peers' default levels: gzip 9 (Python's gzip module), zstd 3. For lz4 both use 9,
+# which Kafka (and kcodec) take as lz4-java's fast mode and the peers as LZ4 HC level 9.
+LEVELS = {"gzip": 9, "snappy": None, "lz4": 9, "zstd": 3}
+
+
+def kcodec_build(codec: str, records: Records) -> bytes:
+    builder = kcodec.BatchBuilder(compression=codec, level=LEVELS[codec])
+    for key, value, ts in records:
+        builder.append(value, key=key, timestamp=ts)
+    return builder.build()
+
+
+def aiokafka_build(codec: str, records: Records) -> bytearray:
+    builder = AioBuilder(2, CODEC_IDS[codec], 0, -1, -1, -1, 1 << 30)
+    for i, (key, value, ts) in enumerate(records):
+        builder.append(i, ts, key, value, [])
+    return builder.build()
+
+
+def kafka_python_build(codec: str, records: Records) -> bytearray:
+    builder = KpBuilder(magic=2, compression_type=CODEC_IDS[codec], is_transactional=False,
+                        producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+    for i, (key, value, ts) in enumerate(records):
+        builder.append(i, timestamp=ts, key=key, value=value, headers=[])
+    return builder.build()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--value-size", type=int, default=1024)
+    args = parser.parse_args()
+    rounds = 3 if args.quick else args.rounds
+    records = sample_records(1000, args.value_size)
+    rows = []
+    summary = []
+    for codec in CODEC_IDS:
+        data = kcodec_build(codec, records)
+        payload = memoryview(data)[61:]
+        read = interleaved({
+            "raw library": raw_decompressor(codec, payload),
+            "kcodec decode": lambda: kcodec_decode_only(data),
+            "kcodec": lambda: kcodec_read(data),
+            "aiokafka": lambda: peer_read(AioBatch, data),
+            **({} if args.quick else {"kafka-python": lambda: peer_read(KpBatch, data)}),
+        }, rounds)
+        build = interleaved({
+            "kcodec": lambda: kcodec_build(codec, records),
+            "aiokafka": lambda: aiokafka_build(codec, records),
+            **({} if args.quick else {"kafka-python": lambda: kafka_python_build(codec, records)}),
+        }, rounds)
+        for name, seconds in read.items():
+            ratio = None if name.startswith("kcodec") or name == "raw library" \
+                else seconds / read["kcodec"]
+            rows.append((f"read {codec}", name, seconds, ratio, f"{1000 / seconds / 1e6:.2f} M rec/s"))
+        for name, seconds in build.items():
+            ratio = None if name == "kcodec" else seconds / build["kcodec"]
+            rows.append((f"build {codec}", name, seconds, ratio, f"{1000 / seconds / 1e6:.2f} M rec/s"))
+        summary.append((codec, len(data), read["kcodec decode"] / read["raw library"] - 1,
+                        read["kcodec"] / read["raw library"] - 1,
+                        read["aiokafka"] / read["kcodec"], build["aiokafka"] / build["kcodec"]))
+    print(f"kcodec {kcodec.__version__}: 1000 records x {args.value_size} B per batch, "
+          f"{rounds} interleaved rounds, medians")
+    print_table("compressed v2 batches", rows)
+    print("\ncodec   batch bytes  decode over raw  read (objects) over raw  "
+          "read vs aiokafka  build vs aiokafka")
+    for codec, size, decode_over, read_over, read_ratio, build_ratio in summary:
+        print(f"{codec:<7} {size:>11} {decode_over:>+15.0%} {read_over:>+24.0%} "
+              f"{read_ratio:>16.2f}x {build_ratio:>17.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Reading the block framings of Kafka's LZ4 frame and snappy-java's xerial stream.
+
+The loops over the frame live here so that a batch of many blocks costs one Python-level
+call per block (into cramjam, which decompresses straight into the pooled buffer), not
+a dozen. Acceptance follows Java's readers (FORMAT.md §4.2, §4.3).
+"""
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.stdint cimport uint8_t, uint32_t
+from libc.string cimport memcpy
+
+import cramjam
+
+from kcodec._scratch cimport ScratchBuffer
+from kcodec._native cimport kc_get_be32
+
+from kcodec.errors import CompressionError, DecompressionLimitError
+
+
+cdef extern from "Python.h":
+    object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
+    int PyBUF_READ
+    int PyBUF_WRITE
+
+
+cdef extern from "xxh32.h" nogil:
+    uint32_t kc_xxh32(const void *data, size_t length, uint32_t seed)
+
+
+cdef object _lz4_block_into = cramjam.lz4.decompress_block_into
+cdef object _snappy_raw_into = cramjam.snappy.decompress_raw_into
+cdef object _snappy_raw_len = cramjam.snappy.decompress_raw_len
+cdef object _DecompressionError = cramjam.DecompressionError
+
+
+cdef inline uint32_t _le32(const uint8_t *p) noexcept:
+    return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef object _limit_error(Py_ssize_t limit):
+    return DecompressionLimitError(f"decompressed data would exceed the limit of {limit} bytes")
+
+
+cdef inline object _view(const uint8_t *p, Py_ssize_t n):
+    return PyMemoryView_FromMemory(<char *>p, n, PyBUF_READ)
+
+
+cdef inline object _window(ScratchBuffer sink, Py_ssize_t n):
+    sink.reserve(n)
+    return PyMemoryView_FromMemory(<char *>sink.mem.data + sink.length, n, PyBUF_WRITE)
+
+
+def xxh32(data, unsigned int seed=0):
+    """xxHash32 of ``data`` (the LZ4 frame's checksum function)."""
+    cdef Py_buffer view
+    cdef uint32_t result
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            result = kc_xxh32(view.buf, <size_t>view.len, seed)
+    finally:
+        PyBuffer_Release(&view)
+    return result
+
+
+def lz4_header_checksum(descriptor, int magic):
+    """The LZ4 frame descriptor's checksum byte; for magic 0, KIP-57's broken one."""
+    cdef Py_buffer view
+    cdef uint8_t covered[4 + 15]
+    cdef uint32_t h
+    PyObject_GetBuffer(descriptor, &view, PyBUF_SIMPLE)
+    try:
+        if view.len > 11:
+            raise ValueError("an LZ4 frame descriptor has at most 11 bytes")
+        if magic == 0:  # Kafka 0.8-0.9 hashed the magic number too
+            covered[0], covered[1], covered[2], covered[3] = 0x04, 0x22, 0x4D, 0x18
+            for i in range(view.len):
+                covered[4 + i] = (<const uint8_t *>view.buf)[i]
+            h = kc_xxh32(covered, 4 + view.len, 0)
+        else:
+            h = kc_xxh32(view.buf, view.len, 0)
+    finally:
+        PyBuffer_Release(&view)
+    return (h >> 8) & 0xFF
+
+
+cdef Py_ssize_t _lz4_block(const uint8_t *block, Py_ssize_t size, Py_ssize_t bound,
+                           ScratchBuffer sink) except -2:
+    """Decompress one block into the next ``bound`` bytes of sink: its size, or -1 when it
+    does not fit or is corrupt."""
+    try:
+        return _lz4_block_into(_view(block, size), _window(sink, bound))
+    except _DecompressionError:
+        return -1
+
+
+def lz4_frame_into(data, int magic, Py_ssize_t limit, ScratchBuffer sink):
+    """Append the content of one Kafka LZ4 frame to sink, never past ``limit`` bytes."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        _lz4_frame(<const uint8_t *>view.buf, view.len, magic, limit, sink)
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
+                    ScratchBuffer sink) except -1:
+    if n < 7 or _le32(p) != 0x184D2204:
+        raise CompressionError("not an LZ4 frame")
+    cdef int flg = p[4], bd = p[5]
+    if flg >> 6 != 1:
+        raise CompressionError(f"unsupported LZ4 frame version {flg >> 6}")
+    if flg & 0x03:
+        raise CompressionError("Reserved bits must be 0 (LZ4 frame flags)")
+    if not flg & 0x20:
+        raise CompressionError("Dependent block stream is unsupported")
+    if bd & 0x8F or (bd >> 4) < 4:
+        raise CompressionError("invalid LZ4 block descriptor")
+    cdef Py_ssize_t max_block = 1 << (8 + 2 * (bd >> 4))  # ids 4-7: 64 KiB to 4 MiB
+    cdef bint block_checksum = flg & 0x10
+    cdef Py_ssize_t pos = 6 + (8 if flg & 0x08 else 0)
+    if n < pos + 1:
+        raise CompressionError("LZ4 frame header is truncated")
+    if magic != 0 and p[pos] != lz4_header_checksum(_view(p + 4, pos - 4), magic):
+        raise CompressionError("Stream frame descriptor corrupted")
+    pos += 1
+    cdef uint32_t word
+    cdef Py_ssize_t size, budget, written
+    while True:
+        if n - pos < 4:
+            raise CompressionError("Stream ended prematurely (no LZ4 end mark)")
+        word = _le32(p + pos)
+        pos += 4
+        if word == 0:
+            return 0  # a content checksum is not verified, trailing bytes ignored: as Java
+        size = word & 0x7FFFFFFF
+        if size > max_block or size > n - pos:
+            raise CompressionError(f"LZ4 block of {size} bytes is invalid here")
+        block = p + pos
+        pos += size
+        if block_checksum:
+            if n - pos < 4 or _le32(p + pos) != kc_xxh32(block, size, 0):
+                raise CompressionError("LZ4 block checksum mismatch")
+            pos += 4
+        budget = limit - sink.length
+        if word & 0x80000000:  # stored uncompressed
+            if size > budget:
+                raise _limit_error(limit)
+            sink.reserve(size)
+            _copy(sink, block, size)
+            continue
+        written = _lz4_block(block, size, min(max_block, budget), sink)
+        if written < 0:
+            # Too large for the budget, or corrupt: a block is at most 4 MiB, so telling
+            # the two apart costs at most that much memory.
+            if budget < max_block and _lz4_block(block, size, max_block, sink) >= 0:
+                raise _limit_error(limit)
+            raise CompressionError("corrupt LZ4 block")
+        sink.length += written
+
+
+cdef void _copy(ScratchBuffer sink, const uint8_t *src, Py_ssize_t size) noexcept:
+    memcpy(sink.mem.data + sink.length, src, size)
+    sink.length += size
+
+
+cdef int _snappy_block(const uint8_t *block, Py_ssize_t size, Py_ssize_t limit,
+                       ScratchBuffer sink) except -1:
+    source = _view(block, size)
+    try:
+        expected = _snappy_raw_len(source)
+    except Exception as exc:
+        raise CompressionError(f"corrupt snappy block: {exc}") from None
+    if sink.length + expected > limit:
+        raise _limit_error(limit)
+    try:
+        sink.length += <Py_ssize_t>_snappy_raw_into(source, _window(sink, expected))
+    except Exception as exc:
+        raise CompressionError(f"corrupt snappy block: {exc}") from None
+    return 0
+
+
+def snappy_into(data, Py_ssize_t limit, ScratchBuffer sink):
+    """Append the content of an xerial stream (or of a raw snappy block) to sink."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        _snappy(<const uint8_t *>view.buf, view.len, limit, sink)
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef bint _xerial_magic(const uint8_t *p) noexcept:
+    return (p[0] == 0x82 and p[1] == 0x53 and p[2] == 0x4E and p[3] == 0x41 and p[4] == 0x50
+            and p[5] == 0x50 and p[6] == 0x59 and p[7] == 0)
+
+
+cdef int _snappy(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer sink) except -1:
+    if n < 16 or not _xerial_magic(p):
+        return _snappy_block(p, n, limit, sink)  # a raw block, as librdkafka writes
+    cdef Py_ssize_t pos = 16
+    cdef uint32_t length
+    while n - pos >= 4:  # Java ignores 1-3 trailing bytes
+        if n - pos >= 16 and _xerial_magic(p + pos):
+            pos += 16  # concatenated xerial streams
+            continue
+        length = kc_get_be32(p + pos)
+        pos += 4
+        if length > 0x7FFFFFFF or length > n - pos:
+            raise CompressionError(f"xerial snappy chunk of {length} bytes runs past the data")
+        _snappy_block(p + pos, length, limit, sink)
+        pos += length
+    return 0

@@ -1,3 +1,0 @@
-from typing_extensions import Buffer
-
-def xxh32(data: Buffer, seed: int = 0) -> int: ...
