@@ -15,7 +15,8 @@ from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t
 from libc.string cimport memcpy
 
 from kcodec._crc32c cimport crc32c_update
-from kcodec._scratch cimport Scratch, scratch_give_back, scratch_grow, scratch_take
+from kcodec._scratch cimport (Scratch, ScratchBuffer, scratch_give_back, scratch_grow,
+                             scratch_take)
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
                              ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, LOG_OVERHEAD,
                              OFF_ATTRIBUTES, OFF_BASE_OFFSET, OFF_BASE_SEQUENCE,
@@ -25,7 +26,7 @@ from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR
 from kcodec._native cimport (kc_put_be16, kc_put_be32, kc_put_be64, kc_sizeof_varint,
                              kc_sizeof_varlong, kc_write_varint, kc_write_varlong)
 
-from kcodec.codecs import compress as _compress
+from kcodec.codecs import compress_to_scratch as _compress_to_scratch
 from kcodec.constants import Compression, ControlType, TimestampType
 from kcodec.errors import NotSupportedError, RecordTooLargeError
 
@@ -191,7 +192,7 @@ cdef class BatchBuilder:
         if codec == Compression.NONE and level is not None:
             raise ValueError("a compression level needs a codec")
         if codec != Compression.NONE:
-            _compress(codec, b"", level, 2)  # checks the level now, not at build()
+            _compress_to_scratch(codec, b"", level, 2)  # checks the level now, not at build()
         self._level = level
         ts_type = TimestampType(timestamp_type)
         if ts_type == TimestampType.NO_TIMESTAMP_TYPE:
@@ -359,22 +360,22 @@ cdef class BatchBuilder:
         cdef int codec = self._attributes & ATTR_CODEC
         cdef uint8_t *p = self._buf.data
         cdef Py_ssize_t size = self._len
-        cdef bytes compressed
+        cdef ScratchBuffer compressed
         if codec:
             records = PyMemoryView_FromMemory(<char *>p + HEADER_SIZE, self._len - HEADER_SIZE,
                                               PyBUF_READ)
-            compressed = _compress(codec, records, self._level, 2)
-            records.release()
-            size = HEADER_SIZE + len(compressed)
-            if size > self._len:  # incompressible data: the framing made it larger
-                self._reserve(size - self._len)
-                p = self._buf.data
-            memcpy(p + HEADER_SIZE, <const char *>compressed, len(compressed))
+            compressed = _compress_to_scratch(codec, records, self._level, 2)
+            size = HEADER_SIZE + compressed.length
+            if size > INT32_MAX:
+                raise RecordTooLargeError(f"the compressed batch has {size} bytes, past 2 GiB")
+            built = PyBytes_FromStringAndSize(NULL, size)
+            p = <uint8_t *>PyBytes_AS_STRING(built)
+            memcpy(p + HEADER_SIZE, compressed.mem.data, compressed.length)
         _write_header(p, size, self._base_offset,
                       <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
                       self._attributes, self._base_timestamp, max_ts, self._producer_id,
                       self._producer_epoch, self._base_sequence, self._count)
-        self._built = PyBytes_FromStringAndSize(<char *>p, size)
+        self._built = built if codec else PyBytes_FromStringAndSize(<char *>p, size)
         scratch_give_back(self._buf)
         self._buf.data = NULL
         return self._built

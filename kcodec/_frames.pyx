@@ -12,7 +12,7 @@ from libc.string cimport memcpy
 import cramjam
 
 from kcodec._scratch cimport ScratchBuffer
-from kcodec._native cimport kc_get_be32
+from kcodec._native cimport kc_get_be32, kc_put_be32
 
 from kcodec.errors import CompressionError, DecompressionLimitError
 
@@ -27,6 +27,8 @@ cdef extern from "xxh32.h" nogil:
     uint32_t kc_xxh32(const void *data, size_t length, uint32_t seed)
 
 
+cdef object _lz4_compress_into = cramjam.lz4.compress_block_into
+cdef object _snappy_compress_into = cramjam.snappy.compress_raw_into
 cdef object _lz4_block_into = cramjam.lz4.decompress_block_into
 cdef object _snappy_raw_into = cramjam.snappy.decompress_raw_into
 cdef object _snappy_raw_len = cramjam.snappy.decompress_raw_len
@@ -212,3 +214,83 @@ cdef int _snappy(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer
         _snappy_block(p + pos, length, limit, sink)
         pos += length
     return 0
+
+
+# ---- writing -----------------------------------------------------------------------------
+
+cdef enum:
+    LZ4_WRITE_BLOCK = 64 * 1024      # Kafka's LZ4 frames use 64 KiB blocks (BD 0x40)
+    XERIAL_BLOCK = 32 * 1024         # snappy-java's default block size
+
+
+cdef inline void _put_le32(uint8_t *p, uint32_t v) noexcept:
+    p[0] = v & 0xFF
+    p[1] = (v >> 8) & 0xFF
+    p[2] = (v >> 16) & 0xFF
+    p[3] = v >> 24
+
+
+def lz4_frame_compress(data, int level, int magic, ScratchBuffer sink):
+    """Append the Kafka LZ4 frame of ``data`` to sink: FLG 0x60, BD 0x40 (64 KiB independent
+    blocks), no checksums; incompressible blocks stored raw. Level 9 is lz4-java's fast
+    compressor (Kafka's default), any other level LZ4 HC at that level."""
+    cdef Py_buffer view
+    cdef const uint8_t *p
+    cdef Py_ssize_t n, start, size, written, bound
+    cdef uint8_t header[7]
+    header[0], header[1], header[2], header[3] = 0x04, 0x22, 0x4D, 0x18
+    header[4], header[5] = 0x60, 0x40
+    header[6] = lz4_header_checksum(_view(header + 4, 2), magic)
+    kwargs = ({"store_size": False} if level == 9 else
+              {"mode": "high_compression", "compression": level, "store_size": False})
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        p = <const uint8_t *>view.buf
+        n = view.len
+        sink.reserve(7)
+        _copy(sink, header, 7)
+        for start in range(0, n, LZ4_WRITE_BLOCK):
+            size = min(<Py_ssize_t>LZ4_WRITE_BLOCK, n - start)
+            bound = size + size // 255 + 16  # LZ4_compressBound
+            sink.reserve(4 + bound)
+            sink.length += 4
+            written = _lz4_compress_into(_view(p + start, size), _window(sink, bound), **kwargs)
+            if written >= size:  # no gain: store the block as it is
+                _put_le32(sink.mem.data + sink.length - 4, <uint32_t>size | 0x80000000)
+                sink.reserve(size)
+                _copy(sink, p + start, size)
+            else:
+                _put_le32(sink.mem.data + sink.length - 4, <uint32_t>written)
+                sink.length += written
+        sink.reserve(4)
+        _put_le32(sink.mem.data + sink.length, 0)  # end mark
+        sink.length += 4
+    finally:
+        PyBuffer_Release(&view)
+
+
+def snappy_compress(data, ScratchBuffer sink):
+    """Append snappy-java's xerial stream of ``data`` to sink (header, then 32 KiB blocks)."""
+    cdef Py_buffer view
+    cdef const uint8_t *p
+    cdef Py_ssize_t n, start, size, written, bound
+    cdef uint8_t header[16]
+    cdef int i
+    for i, b in enumerate((0x82, 0x53, 0x4E, 0x41, 0x50, 0x50, 0x59, 0, 0, 0, 0, 1, 0, 0, 0, 1)):
+        header[i] = b
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        p = <const uint8_t *>view.buf
+        n = view.len
+        sink.reserve(16)
+        _copy(sink, header, 16)
+        for start in range(0, n, XERIAL_BLOCK):
+            size = min(<Py_ssize_t>XERIAL_BLOCK, n - start)
+            bound = 32 + size + size // 6  # snappy's MaxCompressedLength
+            sink.reserve(4 + bound)
+            sink.length += 4
+            written = _snappy_compress_into(_view(p + start, size), _window(sink, bound))
+            kc_put_be32(sink.mem.data + sink.length - 4, <uint32_t>written)
+            sink.length += written
+    finally:
+        PyBuffer_Release(&view)
