@@ -68,3 +68,47 @@ def test_fetch_capture_v2_gzip() -> None:
     batches = list(kcodec.read_batches(path.read_bytes()))
     assert [b.compression for b in batches] == [kcodec.Compression.GZIP] * 2
     assert [r.offset for b in batches for r in b] == [0, 1, 2, 3]
+
+
+def legacy_wrapper_value(data: bytes) -> tuple[int, bytes]:
+    """(codec, value) of the one magic-0 wrapper message in a fetch capture: just enough
+    parsing to reach the compressed bytes a real 0.8/0.9 broker stored."""
+    import struct
+    (magic, attributes, key_length) = struct.unpack_from(">bBi", data, 16)
+    assert magic == 0 and key_length == -1
+    (value_length,) = struct.unpack_from(">i", data, 22)
+    return attributes & 0x07, data[26:26 + value_length]
+
+
+def inner_values(message_set: bytes) -> list[bytes]:
+    """The values of an uncompressed magic-0 message set."""
+    import struct
+    values, pos = [], 0
+    while pos + 12 <= len(message_set):
+        (size,) = struct.unpack_from(">i", message_set, pos + 8)
+        (key_length,) = struct.unpack_from(">i", message_set, pos + 18)
+        key_end = pos + 22 + max(key_length, 0)
+        (value_length,) = struct.unpack_from(">i", message_set, key_end)
+        values.append(message_set[key_end + 4:key_end + 4 + value_length])
+        pos += 12 + size
+    return values
+
+
+@pytest.mark.parametrize("name", ["fetch1.mytopic.1p.gzip.kafka.0821",
+                                  "fetch1.mytopic.1p.snappy.kafka.0821",
+                                  "fetch1.mytopic.1p.snappy.kafka.0822"])
+def test_broker_written_gzip_and_xerial_snappy(name: str) -> None:
+    folder = shared_path("testdata", "kafka-wire", "kafka-rust__kafka-rust")
+    codec, value = legacy_wrapper_value((folder / f"{name}.records.bin").read_bytes())
+    assert codec == (1 if "gzip" in name else 2)
+    inner = kcodec.decompress(codec, value, magic=0)
+    lines = (folder / "fetch1.txt").read_bytes().splitlines()
+    assert inner_values(inner) == lines[:len(inner_values(inner))]
+    assert len(inner_values(inner)) == 42
+    assert kcodec.decompress(codec, kcodec.compress(codec, inner, magic=0), magic=0) == inner
+
+
+def test_snappy_java_chunked_stream() -> None:
+    folder = shared_path("testdata", "kafka-wire", "kafka-rust__kafka-rust")
+    stream = (folder / "fetch1.snappy.chunked.4k").read_bytes()
+    assert kcodec.decompress("snappy", stream) == (folder / "fetch1.txt").read_bytes()
