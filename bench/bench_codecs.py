@@ -19,18 +19,14 @@ from collections.abc import Callable
 
 import cramjam
 import zstandard
-from aiokafka.record._crecords import DefaultRecordBatch as AioBatch
-from aiokafka.record._crecords import DefaultRecordBatchBuilder as AioBuilder
-from kafka.record.default_records import DefaultRecordBatch as KpBatch
-from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import interleaved, print_table, sample_records  # noqa: E402
+from common import (Records, build_aiokafka, build_kafka_python, interleaved,  # noqa: E402
+                    print_table, read_aiokafka, read_kafka_python, sample_records)
 
 import kcodec  # noqa: E402
 
 CODEC_IDS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-Records = list[tuple[bytes, bytes, int]]
 
 
 def raw_decompressor(codec: str, payload: memoryview) -> Callable[[], object]:
@@ -73,14 +69,6 @@ def kcodec_decode_only(data: bytes) -> None:
         iter(batch)
 
 
-def peer_read(batch_class: type, data: bytes) -> None:
-    batch = batch_class(data)
-    if not batch.validate_crc():
-        raise ValueError("crc")
-    for r in batch:
-        r.value
-
-
 # The peers' default levels: gzip 9 (Python's gzip module), zstd 3. For lz4 both use 9,
 # which Kafka (and kcodec) take as lz4-java's fast mode and the peers as LZ4 HC level 9.
 LEVELS = {"gzip": 9, "snappy": None, "lz4": 9, "zstd": 3}
@@ -90,21 +78,6 @@ def kcodec_build(codec: str, records: Records) -> bytes:
     builder = kcodec.BatchBuilder(compression=codec, level=LEVELS[codec])
     for key, value, ts in records:
         builder.append(value, key=key, timestamp=ts)
-    return builder.build()
-
-
-def aiokafka_build(codec: str, records: Records) -> bytearray:
-    builder = AioBuilder(2, CODEC_IDS[codec], 0, -1, -1, -1, 1 << 30)
-    for i, (key, value, ts) in enumerate(records):
-        builder.append(i, ts, key, value, [])
-    return builder.build()
-
-
-def kafka_python_build(codec: str, records: Records) -> bytearray:
-    builder = KpBuilder(magic=2, compression_type=CODEC_IDS[codec], is_transactional=False,
-                        producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
-    for i, (key, value, ts) in enumerate(records):
-        builder.append(i, timestamp=ts, key=key, value=value, headers=[])
     return builder.build()
 
 
@@ -125,13 +98,14 @@ def main() -> int:
             "raw library": raw_decompressor(codec, payload),
             "kcodec decode": lambda: kcodec_decode_only(data),
             "kcodec": lambda: kcodec_read(data),
-            "aiokafka": lambda: peer_read(AioBatch, data),
-            **({} if args.quick else {"kafka-python": lambda: peer_read(KpBatch, data)}),
+            "aiokafka": lambda: read_aiokafka(data),
+            **({} if args.quick else {"kafka-python": lambda: read_kafka_python(data)}),
         }, rounds)
         build = interleaved({
             "kcodec": lambda: kcodec_build(codec, records),
-            "aiokafka": lambda: aiokafka_build(codec, records),
-            **({} if args.quick else {"kafka-python": lambda: kafka_python_build(codec, records)}),
+            "aiokafka": lambda: build_aiokafka(records, CODEC_IDS[codec]),
+            **({} if args.quick else {
+                "kafka-python": lambda: build_kafka_python(records, CODEC_IDS[codec])}),
         }, rounds)
         for name, seconds in read.items():
             ratio = None if name.startswith("kcodec") or name == "raw library" \

@@ -14,13 +14,10 @@ import os
 import sys
 
 import crc32c as crc32c_package
-from aiokafka.record._crecords import DefaultRecordBatch as AioBatch
-from aiokafka.record._crecords import DefaultRecordBatchBuilder as AioBuilder
-from kafka.record.default_records import DefaultRecordBatch as KpBatch
-from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import interleaved, print_table, sample_records  # noqa: E402
+from common import (build_aiokafka, build_kafka_python, interleaved, print_table,  # noqa: E402
+                    read_aiokafka, read_kafka_python, sample_records)
 
 import kcodec  # noqa: E402
 
@@ -35,41 +32,10 @@ def read_kcodec(data: bytes) -> None:
             r.value
 
 
-def read_aiokafka(data: bytes) -> None:
-    batch = AioBatch(data)
-    if not batch.validate_crc():
-        raise ValueError("crc")
-    for r in batch:
-        r.value
-
-
-def read_kafka_python(data: bytes) -> None:
-    batch = KpBatch(data)
-    if not batch.validate_crc():
-        raise ValueError("crc")
-    for r in batch:
-        r.value
-
-
 def build_kcodec(records: list[tuple[bytes, bytes, int]]) -> bytes:
     builder = kcodec.BatchBuilder()
     for key, value, ts in records:
         builder.append(value, key=key, timestamp=ts)
-    return builder.build()
-
-
-def build_aiokafka(records: list[tuple[bytes, bytes, int]]) -> bytearray:
-    builder = AioBuilder(2, 0, 0, -1, -1, -1, 1 << 30)
-    for i, (key, value, ts) in enumerate(records):
-        builder.append(i, ts, key, value, [])
-    return builder.build()
-
-
-def build_kafka_python(records: list[tuple[bytes, bytes, int]]) -> bytearray:
-    builder = KpBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                        producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
-    for i, (key, value, ts) in enumerate(records):
-        builder.append(i, timestamp=ts, key=key, value=value, headers=[])
     return builder.build()
 
 

@@ -10,11 +10,12 @@ import pytest
 from .conftest import ROOT
 
 
-def test_bench_records_quick() -> None:
-    script = ROOT / "bench" / "bench_records.py"
+@pytest.mark.parametrize("name", ["bench_records.py", "bench_codecs.py"])
+def test_bench_quick(name: str) -> None:
+    script = ROOT / "bench" / name
     if not script.exists():
         pytest.skip("needs the source checkout")
     proc = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True,
                           text=True, cwd=ROOT / "tests", timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "targets" in proc.stdout
+    assert "kcodec" in proc.stdout and "aiokafka" in proc.stdout
