@@ -14,6 +14,11 @@ header_lists = st.lists(st.tuples(st.text(max_size=20), st.one_of(st.none(), st.
 timestamps = st.one_of(st.just(-1), st.integers(min_value=0, max_value=2**50))
 records = st.lists(st.tuples(blobs, blobs, timestamps, header_lists, st.integers(0, 3)),
                    min_size=1, max_size=30)
+codecs_and_levels = st.sampled_from([
+    ("none", None), ("gzip", None), ("gzip", 1), ("gzip", 9), ("snappy", None), ("lz4", None),
+    ("lz4", 1), ("lz4", 12), ("lz4", 17), ("zstd", None), ("zstd", -5), ("zstd", 1),
+    ("zstd", 19),
+])
 options = st.fixed_dictionaries({
     "base_offset": st.integers(0, 2**62),
     "partition_leader_epoch": st.integers(-1, 2**31 - 1),
@@ -26,8 +31,10 @@ options = st.fixed_dictionaries({
 Content = list[tuple[int, int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]]
 
 
-def build(opts: dict[str, int | bool], recs: list) -> tuple[bytes, Content]:
-    builder = kcodec.BatchBuilder(**opts)  # type: ignore[arg-type]
+def build(opts: dict[str, int | bool], recs: list,
+          codec: tuple[str, int | None] = ("none", None)) -> tuple[bytes, Content]:
+    builder = kcodec.BatchBuilder(compression=codec[0], level=codec[1],
+                                  **opts)  # type: ignore[arg-type]
     expected: Content = []
     offset = int(opts["base_offset"])
     for key, value, ts, headers, gap in recs:
@@ -43,9 +50,10 @@ def content(data: bytes | bytearray, validate_crc: bool = True) -> Content:
             for b in kcodec.read_batches(data, validate_crc=validate_crc) for r in b]
 
 
-@given(options, records)
-def test_round_trip(opts: dict[str, int | bool], recs: list) -> None:
-    data, expected = build(opts, recs)
+@given(options, records, codecs_and_levels)
+def test_round_trip(opts: dict[str, int | bool], recs: list,
+                    codec: tuple[str, int | None]) -> None:
+    data, expected = build(opts, recs, codec)
     assert content(data) == expected
     (batch,) = kcodec.read_batches(data)
     assert batch.base_offset == opts["base_offset"]
@@ -58,11 +66,11 @@ mutations = st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
-@given(options, records, mutations, st.booleans(), st.integers(0, 10**6))
+@given(options, records, mutations, st.booleans(), st.integers(0, 10**6), codecs_and_levels)
 def test_mutations_decode_the_same_or_raise_a_kcodec_error(
         opts: dict[str, int | bool], recs: list, changes: list[tuple[int, int]],
-        validate_crc: bool, cut: int) -> None:
-    data, expected = build(opts, recs)
+        validate_crc: bool, cut: int, codec: tuple[str, int | None]) -> None:
+    data, expected = build(opts, recs, codec)
     mutated = bytearray(data)
     for position, byte in changes:
         mutated[position % len(mutated)] = byte
