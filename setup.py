@@ -41,6 +41,8 @@ EXTENSIONS = [
     extension("_scratch"),
     extension("_varint"),
     extension("_frames", "xxh32.c"),
+    extension("_record"),
+    extension("_legacy"),
     extension("_batch"),
     extension("_builder"),
 ]

@@ -8,8 +8,11 @@
 #define KC_LONG_LANE 4096u       /* bytes per lane, long chunks (24 KiB) */
 #define KC_SHORT_LANE 128u       /* bytes per lane, short chunks (768 B) */
 
+#define KC_POLY_IEEE 0xEDB88320u /* 0x04C11DB7, bit-reflected */
+
 /* Slicing-by-8 tables: table[k][b] is the register after byte b followed by k zero bytes. */
-static uint32_t table[8][256];
+typedef uint32_t kc_tables[8][256];
+static kc_tables table, table_ieee;
 
 /* A linear map on the 32-bit register, as four byte-indexed tables. */
 typedef struct { uint32_t t[4][256]; } kc_shift_op;
@@ -35,27 +38,32 @@ static inline uint32_t kc_shift(const kc_shift_op *op, uint32_t reg)
            op->t[2][(reg >> 16) & 0xff] ^ op->t[3][reg >> 24];
 }
 
-static uint32_t raw_portable(uint32_t reg, const uint8_t *p, size_t n)
+static uint32_t raw_sliced(const kc_tables t, uint32_t reg, const uint8_t *p, size_t n)
 {
     while (n > 0 && ((uintptr_t)p & 7) != 0) {
-        reg = table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
+        reg = t[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
         n--;
     }
     while (n >= 8) {
         uint32_t lo = reg ^ kc_load_le32(p);
         uint32_t hi = kc_load_le32(p + 4);
-        reg = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^
-              table[5][(lo >> 16) & 0xff] ^ table[4][lo >> 24] ^
-              table[3][hi & 0xff] ^ table[2][(hi >> 8) & 0xff] ^
-              table[1][(hi >> 16) & 0xff] ^ table[0][hi >> 24];
+        reg = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^
+              t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
+              t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
+              t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
         p += 8;
         n -= 8;
     }
     while (n > 0) {
-        reg = table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
+        reg = t[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
         n--;
     }
     return reg;
+}
+
+static uint32_t raw_portable(uint32_t reg, const uint8_t *p, size_t n)
+{
+    return raw_sliced(table, reg, p, n);
 }
 
 /* ---- x86-64: SSE4.2 ---------------------------------------------------- */
@@ -126,17 +134,17 @@ static int cpu_has_armv8_crc(void) { return 1; } /* every Apple arm64 CPU has it
 
 /* ---- set-up -------------------------------------------------------------- */
 
-static void build_tables(void)
+static void build_tables(kc_tables t, uint32_t poly)
 {
     for (uint32_t b = 0; b < 256; b++) {
         uint32_t reg = b;
         for (int bit = 0; bit < 8; bit++)
-            reg = (reg & 1) ? (reg >> 1) ^ KC_POLY : reg >> 1;
-        table[0][b] = reg;
+            reg = (reg & 1) ? (reg >> 1) ^ poly : reg >> 1;
+        t[0][b] = reg;
     }
     for (int k = 1; k < 8; k++)
         for (int b = 0; b < 256; b++)
-            table[k][b] = (table[k - 1][b] >> 8) ^ table[0][table[k - 1][b] & 0xff];
+            t[k][b] = (t[k - 1][b] >> 8) ^ t[0][t[k - 1][b] & 0xff];
 }
 
 /* The operator "append len zero bytes", from the images of the 32 basis registers. */
@@ -163,7 +171,8 @@ static void build_shift(kc_shift_op *op, size_t len)
 
 void kc_crc32c_init(int force_portable)
 {
-    build_tables();
+    build_tables(table, KC_POLY);
+    build_tables(table_ieee, KC_POLY_IEEE);
     build_shift(&long_shift, KC_LONG_LANE);
     build_shift(&short_shift, KC_SHORT_LANE);
     raw_update = raw_portable;
@@ -188,4 +197,9 @@ const char *kc_crc32c_backend(void) { return backend_name; }
 uint32_t kc_crc32c(uint32_t crc, const void *data, size_t len)
 {
     return ~raw_update(~crc, (const uint8_t *)data, len);
+}
+
+uint32_t kc_crc32(uint32_t crc, const void *data, size_t len)
+{
+    return ~raw_sliced(table_ieee, ~crc, (const uint8_t *)data, len);
 }

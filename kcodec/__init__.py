@@ -7,9 +7,11 @@ so instead of falling back to a slow path.
 from __future__ import annotations
 
 try:
-    from kcodec._batch import BatchReader, Record, RecordBatch, RecordIterator, read_batches
+    from kcodec._batch import BatchReader, RecordBatch, RecordIterator, read_batches
+    from kcodec._legacy import LegacyBatch
+    from kcodec._record import Record
     from kcodec._builder import BatchBuilder, empty_batch
-    from kcodec._crc32c import crc32c, crc32c_backend
+    from kcodec._crc32c import crc32, crc32c, crc32c_backend
     from kcodec._varint import decode_varint, decode_varlong, encode_varint, encode_varlong
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(
@@ -28,12 +30,14 @@ __all__ = [
     "BatchReader",
     "Compression",
     "ControlType",
+    "LegacyBatch",
     "Record",
     "RecordBatch",
     "RecordIterator",
     "TimestampType",
     "codecs",
     "compress",
+    "crc32",
     "crc32c",
     "crc32c_backend",
     "decode_varint",

@@ -1,30 +1,11 @@
-from typing_extensions import Buffer
-
 from collections.abc import Iterator
 from typing import final
 
-from kcodec.constants import Compression, ControlType, TimestampType
+from typing_extensions import Buffer
 
-@final
-class Record:
-    @property
-    def offset(self) -> int: ...
-    @property
-    def timestamp(self) -> int: ...
-    @property
-    def key(self) -> bytes | None: ...
-    @property
-    def value(self) -> bytes | None: ...
-    @property
-    def headers(self) -> list[tuple[str, bytes | None]]: ...
-    @property
-    def sequence(self) -> int: ...
-    @property
-    def attributes(self) -> int: ...
-    @property
-    def control_type(self) -> ControlType | None: ...
-    @property
-    def coordinator_epoch(self) -> int | None: ...
+from kcodec._legacy import LegacyBatch
+from kcodec._record import Record
+from kcodec.constants import Compression, TimestampType
 
 @final
 class RecordIterator(Iterator[Record]):
@@ -96,13 +77,13 @@ class RecordBatch:
     def records(self) -> list[Record]: ...
 
 @final
-class BatchReader(Iterator[RecordBatch]):
+class BatchReader(Iterator[RecordBatch | LegacyBatch]):
     @property
     def valid_bytes(self) -> int: ...
     @property
     def trailing_bytes(self) -> int: ...
     def __iter__(self) -> BatchReader: ...
-    def __next__(self) -> RecordBatch: ...
+    def __next__(self) -> RecordBatch | LegacyBatch: ...
 
 def read_batches(
     data: Buffer,

@@ -14,6 +14,8 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from kcodec._crc32c cimport crc32c_update
+from kcodec._legacy cimport make_legacy_batch
+from kcodec._record cimport InputBuffer, Record
 from kcodec._scratch cimport ScratchBuffer
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
                              ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, LOG_OVERHEAD,
@@ -38,24 +40,6 @@ cdef object _ABORT = ControlType.ABORT
 cdef object _COMMIT = ControlType.COMMIT
 
 
-@cython.final
-cdef class _Buffer:
-    """Holds the export of the caller's buffer for as long as batches refer to it."""
-    cdef Py_buffer view
-    cdef const uint8_t *data
-    cdef Py_ssize_t size
-    cdef object obj
-
-    def __cinit__(self, obj):
-        PyObject_GetBuffer(obj, &self.view, PyBUF_SIMPLE)
-        self.data = <const uint8_t *>self.view.buf
-        self.size = self.view.len
-        self.obj = obj
-
-    def __dealloc__(self):
-        PyBuffer_Release(&self.view)
-
-
 cdef inline int32_t _increment_sequence(int32_t sequence, int32_t increment) noexcept:
     # DefaultRecordBatch.incrementSequence, in Java's wrapping int arithmetic.
     if sequence > <int32_t>(<uint32_t>INT32_MAX - <uint32_t>increment):
@@ -65,36 +49,6 @@ cdef inline int32_t _increment_sequence(int32_t sequence, int32_t increment) noe
 
 cdef inline int64_t _add64(int64_t a, int64_t b) noexcept:
     return <int64_t>(<uint64_t>a + <uint64_t>b)
-
-
-@cython.final
-@cython.freelist(256)
-@cython.no_gc  # holds only ints, bytes and a list of (str, bytes) pairs: no cycles
-cdef class Record:
-    """One record of a batch. Plain data: it does not refer to the input buffer."""
-    cdef readonly int64_t offset
-    cdef readonly int64_t timestamp
-    cdef readonly object key
-    cdef readonly object value
-    cdef list _headers                 # None until asked for, when the record has none
-    cdef readonly int32_t sequence
-    cdef readonly int attributes
-    cdef readonly object control_type
-    cdef readonly object coordinator_epoch
-
-    @property
-    def headers(self):
-        """The headers as a list of ``(str, bytes or None)`` pairs."""
-        if self._headers is None:
-            self._headers = []
-        return self._headers
-
-    def __repr__(self):
-        text = (f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
-                f"value={self.value!r}, headers={self.headers!r}")
-        if self.control_type is not None:
-            text += f", control_type={self.control_type!r}, coordinator_epoch={self.coordinator_epoch!r}"
-        return text + ")"
 
 
 cdef object _status_error(kc_status status, Py_ssize_t position, bint decompressed):
@@ -227,7 +181,7 @@ cdef int _decode_control(Record rec, Py_ssize_t position) except -1:
 @cython.final
 cdef class RecordBatch:
     """A magic-2 record batch: its header fields, and its records when iterated."""
-    cdef _Buffer _buf
+    cdef InputBuffer _buf
     cdef const uint8_t *_p
     cdef bint _strict
     cdef Py_ssize_t _max_decompressed_size   # -1: the global limit
@@ -389,7 +343,7 @@ cdef class RecordBatch:
                 f"compression={self.compression_id}, size={self.size})")
 
 
-cdef RecordBatch _parse_batch(_Buffer buf, Py_ssize_t position, Py_ssize_t size, bint strict,
+cdef RecordBatch _parse_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t size, bint strict,
                               Py_ssize_t max_decompressed_size):
     cdef const uint8_t *p = buf.data + position
     if size < HEADER_SIZE:
@@ -427,7 +381,7 @@ cdef class BatchReader:
     ``trailing_bytes`` how many bytes after it were ignored as a partial batch,
     as Kafka ignores them.
     """
-    cdef _Buffer _buf
+    cdef InputBuffer _buf
     cdef Py_ssize_t _pos
     cdef bint _validate_crc
     cdef bint _strict
@@ -467,8 +421,11 @@ cdef class BatchReader:
         if remaining < size:
             raise StopIteration
         if magic < 2:
-            raise NotSupportedError(f"magic {magic} message sets are not supported by this build",
-                                    position=position)
+            legacy = make_legacy_batch(self._buf, position, size, self._max_decompressed_size,
+                                       self._validate_crc)
+            self._pos += size
+            self.trailing_bytes = self._buf.size - self._pos
+            return legacy
         cdef RecordBatch batch = _parse_batch(self._buf, position, size, self._strict,
                                               self._max_decompressed_size)
         if self._validate_crc:
@@ -492,7 +449,7 @@ def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_s
     ``max_decompressed_size`` bytes (default: ``kcodec.codecs``' global limit).
     """
     cdef BatchReader reader = BatchReader.__new__(BatchReader)
-    reader._buf = _Buffer(data)
+    reader._buf = InputBuffer(data)
     reader._validate_crc = validate_crc
     reader._strict = strict
     reader._max_batch_size = -1 if max_batch_size is None else max_batch_size

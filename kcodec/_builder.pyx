@@ -14,10 +14,11 @@ from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
-from kcodec._crc32c cimport crc32c_update
+from kcodec._crc32c cimport crc32_update, crc32c_update
 from kcodec._scratch cimport (Scratch, ScratchBuffer, scratch_give_back, scratch_grow,
                              scratch_take)
-from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
+from kcodec._layout cimport (LEGACY_ATTRIBUTES, LEGACY_CRC, LEGACY_KEY_LENGTH_V0,
+                             ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
                              ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, LOG_OVERHEAD,
                              OFF_ATTRIBUTES, OFF_BASE_OFFSET, OFF_BASE_SEQUENCE,
                              OFF_BASE_TIMESTAMP, OFF_CRC, OFF_LAST_OFFSET_DELTA,
@@ -127,6 +128,32 @@ cdef inline bint _plain_span(object obj, _Span *s) noexcept:
     return False
 
 
+cdef inline uint8_t *_put_legacy_field(uint8_t *p, _Span s) noexcept:
+    """A legacy key or value: int32 length (-1 for null), then the bytes."""
+    if s.size < 0:
+        kc_put_be32(p, <uint32_t>-1)
+        return p + 4
+    kc_put_be32(p, <uint32_t>s.size)
+    memcpy(p + 4, s.data, s.size)
+    return p + 4 + s.size
+
+
+cdef int _check_legacy_options(int magic, bint is_transactional, bint is_control,
+                               int64_t producer_id, int16_t producer_epoch,
+                               int32_t base_sequence, delete_horizon_ms,
+                               int32_t partition_leader_epoch) except -1:
+    """What MemoryRecordsBuilder refuses for magic 0 and 1 (only magic 2 has these fields)."""
+    if is_transactional or is_control:
+        raise ValueError(f"Transactional and control records are not supported for magic {magic}")
+    if producer_id != -1 or producer_epoch != -1 or base_sequence != -1:
+        raise ValueError(f"magic {magic} cannot hold producer ids, epochs or sequences")
+    if delete_horizon_ms is not None:
+        raise ValueError(f"magic {magic} has no delete horizon")
+    if partition_leader_epoch != -1:
+        raise ValueError(f"magic {magic} has no partition leader epoch")
+    return 0
+
+
 cdef inline Py_ssize_t _field_size(_Span s) noexcept:
     if s.size < 0:
         return 1
@@ -168,6 +195,7 @@ cdef class BatchBuilder:
     cdef int64_t _max_timestamp
     cdef int32_t _count
     cdef object _level
+    cdef int _magic
 
     def __cinit__(self):
         self._buf = scratch_take(INITIAL_CAPACITY)
@@ -184,19 +212,25 @@ cdef class BatchBuilder:
                  bint is_transactional=False, bint is_control=False,
                  timestamp_type=TimestampType.CREATE_TIME, log_append_time=None,
                  delete_horizon_ms=None):
-        if magic != 2:
-            raise NotSupportedError(f"building magic {magic} is not supported by this build")
+        if magic not in (0, 1, 2):
+            raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2)")
         codec = Compression.parse(compression)
         if codec == Compression.PLUGGABLE:
             raise NotSupportedError("pluggable compression is not supported by this build")
         if codec == Compression.NONE and level is not None:
             raise ValueError("a compression level needs a codec")
         if codec != Compression.NONE:
-            _compress_to_scratch(codec, b"", level, 2)  # checks the level now, not at build()
+            _compress_to_scratch(codec, b"", level, magic)  # checks codec and level now
+        if magic < 2:
+            _check_legacy_options(magic, is_transactional, is_control, producer_id,
+                                  producer_epoch, base_sequence, delete_horizon_ms,
+                                  partition_leader_epoch)
+            self._len = 0  # no batch header: messages from the first byte
+        self._magic = magic
         self._level = level
         ts_type = TimestampType(timestamp_type)
-        if ts_type == TimestampType.NO_TIMESTAMP_TYPE:
-            raise ValueError("a v2 batch has CreateTime or LogAppendTime timestamps")
+        if ts_type == TimestampType.NO_TIMESTAMP_TYPE and magic > 0:
+            raise ValueError(f"magic {magic} has CreateTime or LogAppendTime timestamps")
         self._attributes = codec
         self._log_append_time = -1
         if ts_type == TimestampType.LOG_APPEND_TIME:
@@ -304,6 +338,10 @@ cdef class BatchBuilder:
             raise RecordTooLargeError("a batch holds at most 2147483647 records")
         if n_headers > INT32_MAX:
             raise RecordTooLargeError("too many headers")
+        if self._magic < 2:
+            if n_headers:
+                raise ValueError(f"magic {self._magic} records cannot hold headers")
+            return self._write_legacy(ts, off, k, v)
 
         cdef int64_t base_ts = ts if self._count == 0 and not self._has_delete_horizon \
             else self._base_timestamp
@@ -340,6 +378,37 @@ cdef class BatchBuilder:
             self._max_timestamp = ts
         return off
 
+    cdef int64_t _write_legacy(self, int64_t ts, int64_t off, _Span k, _Span v) except? -2:
+        """Append one magic 0/1 log entry (LegacyRecord.write); a compressed set's inner
+        offsets are relative for magic 1, absolute for magic 0, as Java writes them."""
+        cdef bint v1 = self._magic == 1
+        cdef Py_ssize_t key_size = max(k.size, 0)
+        cdef Py_ssize_t value_size = max(v.size, 0)
+        cdef Py_ssize_t message = 4 + 1 + 1 + (8 if v1 else 0) + 4 + key_size + 4 + value_size
+        if message > INT32_MAX - LOG_OVERHEAD:
+            raise RecordTooLargeError(f"a message of {message} bytes is too large")
+        if self._attributes & ATTR_LOG_APPEND_TIME:
+            ts = self._log_append_time
+        cdef uint8_t *p = self._reserve(LOG_OVERHEAD + message)
+        cdef uint8_t *q = p + LEGACY_KEY_LENGTH_V0
+        cdef bint relative = v1 and self._attributes & ATTR_CODEC
+        kc_put_be64(p, <uint64_t>(off - self._base_offset if relative else off))
+        kc_put_be32(p + OFF_LENGTH, <uint32_t>message)
+        p[OFF_MAGIC] = self._magic
+        p[LEGACY_ATTRIBUTES] = ATTR_LOG_APPEND_TIME if v1 and self._attributes & ATTR_LOG_APPEND_TIME else 0
+        if v1:
+            kc_put_be64(q, <uint64_t>ts)
+            q += 8
+        q = _put_legacy_field(q, k)
+        q = _put_legacy_field(q, v)
+        kc_put_be32(p + LEGACY_CRC, crc32_update(0, p + OFF_MAGIC, <size_t>(q - p - OFF_MAGIC)))
+        self._len += q - p
+        self._count += 1
+        self._last_offset = off
+        if ts > self._max_timestamp:
+            self._max_timestamp = ts
+        return off
+
     cdef uint8_t *_reserve(self, Py_ssize_t extra) except NULL:
         """Room for ``extra`` more bytes; returns where they start."""
         cdef Py_ssize_t need = self._len + extra
@@ -354,6 +423,11 @@ cdef class BatchBuilder:
             return self._built
         if self._count == 0:
             self._built = b""
+            return self._built
+        if self._magic < 2:
+            self._built = self._build_legacy()
+            scratch_give_back(self._buf)
+            self._buf.data = NULL
             return self._built
         cdef int64_t max_ts = (self._log_append_time if self._attributes & ATTR_LOG_APPEND_TIME
                                else self._max_timestamp)
@@ -379,6 +453,34 @@ cdef class BatchBuilder:
         scratch_give_back(self._buf)
         self._buf.data = NULL
         return self._built
+
+    cdef bytes _build_legacy(self):
+        """The messages as they are, or one wrapper message holding them compressed."""
+        cdef int codec = self._attributes & ATTR_CODEC
+        if not codec:
+            return PyBytes_FromStringAndSize(<char *>self._buf.data, self._len)
+        inner = PyMemoryView_FromMemory(<char *>self._buf.data, self._len, PyBUF_READ)
+        cdef ScratchBuffer compressed = _compress_to_scratch(codec, inner, self._level, self._magic)
+        cdef bint v1 = self._magic == 1
+        cdef Py_ssize_t message = 4 + 1 + 1 + (8 if v1 else 0) + 4 + 4 + compressed.length
+        if message > INT32_MAX - LOG_OVERHEAD:
+            raise RecordTooLargeError(f"the compressed message set has {message} bytes")
+        built = PyBytes_FromStringAndSize(NULL, LOG_OVERHEAD + message)
+        cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(built)
+        cdef uint8_t *q = p + LEGACY_KEY_LENGTH_V0
+        kc_put_be64(p, <uint64_t>self._last_offset)
+        kc_put_be32(p + OFF_LENGTH, <uint32_t>message)
+        p[OFF_MAGIC] = self._magic
+        p[LEGACY_ATTRIBUTES] = codec | (self._attributes & ATTR_LOG_APPEND_TIME if v1 else 0)
+        if v1:
+            kc_put_be64(q, <uint64_t>(self._log_append_time if self._attributes & ATTR_LOG_APPEND_TIME
+                                      else self._max_timestamp))
+            q += 8
+        kc_put_be32(q, <uint32_t>-1)  # null key
+        kc_put_be32(q + 4, <uint32_t>compressed.length)
+        memcpy(q + 8, compressed.mem.data, compressed.length)
+        kc_put_be32(p + LEGACY_CRC, crc32_update(0, p + OFF_MAGIC, <size_t>(LOG_OVERHEAD + message - OFF_MAGIC)))
+        return built
 
     @classmethod
     def end_txn_marker(cls, control_type, *, int64_t producer_id, int16_t producer_epoch,

@@ -1,11 +1,12 @@
 # cython: language_level=3
-"""CRC-32C over any buffer, with the backend chosen at import (see csrc/crc32c.h)."""
+"""CRC-32C (and the legacy IEEE CRC-32) over any buffer; the CRC-32C backend is chosen at
+import (see csrc/crc32c.h)."""
 import os
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport uint32_t
 
-from kcodec._native cimport kc_crc32c, kc_crc32c_backend, kc_crc32c_init
+from kcodec._native cimport kc_crc32, kc_crc32c, kc_crc32c_backend, kc_crc32c_init
 
 #: Set to "portable" to force the table-driven implementation (used by the tests).
 BACKEND_ENV = "KCODEC_CRC32C"
@@ -18,6 +19,10 @@ kc_crc32c_init(_wanted == "portable")
 
 cdef uint32_t crc32c_update(uint32_t crc, const void *data, size_t length) noexcept nogil:
     return kc_crc32c(crc, data, length)
+
+
+cdef uint32_t crc32_update(uint32_t crc, const void *data, size_t length) noexcept nogil:
+    return kc_crc32(crc, data, length)
 
 
 def crc32c(data, unsigned int value=0):
@@ -35,6 +40,19 @@ def crc32c(data, unsigned int value=0):
                 result = kc_crc32c(value, view.buf, <size_t>view.len)
         else:
             result = kc_crc32c(value, view.buf, <size_t>view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return result
+
+
+def crc32(data, unsigned int value=0):
+    """The IEEE CRC-32 of legacy messages (``zlib.crc32``'s), continuing from ``value``."""
+    cdef Py_buffer view
+    cdef uint32_t result
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            result = kc_crc32(value, view.buf, <size_t>view.len)
     finally:
         PyBuffer_Release(&view)
     return result

@@ -21,6 +21,11 @@ cdef enum:
     OFF_BASE_SEQUENCE = 53
     OFF_RECORD_COUNT = 57
 
+    # legacy (magic 0/1) message fields; offset, size and magic are where v2 has them
+    LEGACY_CRC = 12
+    LEGACY_ATTRIBUTES = 17
+    LEGACY_KEY_LENGTH_V0 = 18     # magic 1 has an 8-byte timestamp here first
+
     # attribute bits
     ATTR_CODEC = 0x07
     ATTR_LOG_APPEND_TIME = 0x08

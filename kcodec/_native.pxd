@@ -7,6 +7,7 @@ cdef extern from "crc32c.h" nogil:
     void kc_crc32c_init(int force_portable)
     const char *kc_crc32c_backend()
     uint32_t kc_crc32c(uint32_t crc, const void *data, size_t length)
+    uint32_t kc_crc32(uint32_t crc, const void *data, size_t length)
 
 
 cdef extern from "endian.h" nogil:

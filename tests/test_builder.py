@@ -15,6 +15,7 @@ TS = 1700000000000
 
 def only_batch(data: bytes) -> kcodec.RecordBatch:
     (batch,) = kcodec.read_batches(data)
+    assert isinstance(batch, kcodec.RecordBatch)
     return batch
 
 
@@ -121,8 +122,8 @@ def test_argument_errors() -> None:
         kcodec.BatchBuilder(is_control=True).append_end_txn_marker(ControlType.LEADER_CHANGE, 1)
     with pytest.raises(ValueError):
         kcodec.BatchBuilder(compression="brotli")
-    with pytest.raises(NotSupportedError):
-        kcodec.BatchBuilder(magic=1)
+    with pytest.raises(ValueError):
+        kcodec.BatchBuilder(magic=3)
     assert builder.record_count == 0  # nothing was half-written
     assert builder.size_in_bytes == 61
 
@@ -189,3 +190,48 @@ def test_compression_argument_checks() -> None:
         kcodec.BatchBuilder(level=3)
     with pytest.raises(ValueError):
         kcodec.BatchBuilder(compression="snappy", level=1)
+
+
+# ---- magic 0 and 1 -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_legacy_options_refused_as_java(magic: int) -> None:
+    from kcodec.errors import UnsupportedCompressionTypeError
+    with pytest.raises(UnsupportedCompressionTypeError) as info:
+        kcodec.BatchBuilder(magic=magic, compression="zstd")
+    assert info.value.error_code == 76
+    for options in ({"is_transactional": True}, {"is_control": True}, {"producer_id": 5},
+                    {"base_sequence": 0}, {"delete_horizon_ms": 1}, {"partition_leader_epoch": 3}):
+        with pytest.raises(ValueError):
+            kcodec.BatchBuilder(magic=magic, **options)
+    with pytest.raises(ValueError, match="headers"):
+        kcodec.BatchBuilder(magic=magic).append(b"v", timestamp=TS, headers=[("h", b"")])
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4"])
+@pytest.mark.parametrize("magic", [0, 1])
+def test_legacy_round_trip(magic: int, codec: str) -> None:
+    builder = kcodec.BatchBuilder(magic=magic, compression=codec, base_offset=100)
+    values = [b"value %d " % i * 5 for i in range(50)]
+    for i, value in enumerate(values):
+        builder.append(value, key=None if i % 7 == 0 else b"%d" % i, timestamp=TS + i,
+                       offset=100 + 2 * i)
+    entries = list(kcodec.read_batches(builder.build()))
+    assert len(entries) == (1 if codec != "none" else 50)
+    records = [r for e in entries for r in e]
+    assert [r.offset for r in records] == [100 + 2 * i for i in range(50)]
+    assert [r.value for r in records] == values
+    assert [r.key for r in records][:2] == [None, b"1"]
+    assert [r.timestamp for r in records] == ([TS + i for i in range(50)] if magic else [-1] * 50)
+
+
+def test_legacy_log_append_time() -> None:
+    builder = kcodec.BatchBuilder(magic=1, compression="gzip",
+                                  timestamp_type=TimestampType.LOG_APPEND_TIME,
+                                  log_append_time=TS + 500)
+    builder.append(b"a", timestamp=TS)
+    builder.append(b"b", timestamp=TS + 1)
+    (wrapper,) = kcodec.read_batches(builder.build())
+    assert wrapper.timestamp_type == TimestampType.LOG_APPEND_TIME
+    assert wrapper.timestamp == TS + 500
+    assert [r.timestamp for r in wrapper] == [TS + 500] * 2

@@ -92,3 +92,12 @@ def test_bad_backend_name_is_an_import_error() -> None:
                           capture_output=True, text=True, cwd=os.path.dirname(__file__))
     assert proc.returncode != 0
     assert "KCODEC_CRC32C" in proc.stderr
+
+
+@pytest.mark.parametrize("size", [0, 1, 9, 1000, 100_003])
+def test_ieee_crc32_matches_zlib(size: int) -> None:
+    import zlib
+    data = os.urandom(size)
+    assert kcodec.crc32(data) == zlib.crc32(data)
+    assert kcodec.crc32(data[size // 2:], kcodec.crc32(data[:size // 2])) == zlib.crc32(data)
+    assert kcodec.crc32(b"123456789") == 0xCBF43926

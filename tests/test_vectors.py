@@ -168,9 +168,8 @@ JAVA_EXCEPTIONS: dict[str, type[KcodecError]] = {
     "IndexOutOfBoundsException": CorruptRecordError,  # batch shorter than its header
     "KafkaException": CompressionError,  # the codec's stream failed
 }
-# E: v2 framing and records; G, L, S, Z: gzip, lz4, snappy, zstd. (LG: legacy formats.)
-EDGE_CASES = sorted(name for name in JAVA_RESULTS
-                    if name[0] in "EGLSZ" and not name.startswith("LG"))
+# E: v2 framing and records; G, L, S, Z: gzip, lz4, snappy, zstd; LG: legacy formats.
+EDGE_CASES = sorted(name for name in JAVA_RESULTS if name[0] in "EGLSZ")
 
 
 def kcodec_view(data: bytes) -> tuple[list[tuple[int, int, int, int, int]], type | None, int]:
@@ -190,8 +189,9 @@ def kcodec_view(data: bytes) -> tuple[list[tuple[int, int, int, int, int]], type
 @pytest.mark.parametrize("name", EDGE_CASES)
 def test_edge_case_matches_java(name: str) -> None:
     java = JAVA_RESULTS[name]
-    expected_records = [tuple(map(int, m)) for m in
-                        re.findall(r"\(o=(-?\d+) t=(-?\d+) k=(-?\d+) v=(-?\d+) h=(\d+)\)", java)]
+    expected_records = [(o, t, max(k, -1), max(v, -1), h) for o, t, k, v, h in  # any k < 0: null
+                        (map(int, m) for m in re.findall(
+                            r"\(o=(-?\d+) t=(-?\d+) k=(-?\d+) v=(-?\d+) h=(\d+)\)", java))]
     exc_match = re.search(r"EXC (\w+)", java)
     records, exc, valid_bytes = kcodec_view(VECTORS[name])
     if exc_match:
@@ -199,7 +199,7 @@ def test_edge_case_matches_java(name: str) -> None:
         assert issubclass(exc, JAVA_EXCEPTIONS[exc_match.group(1)]), (name, exc)
     else:
         assert exc is None, f"{name}: kcodec raised {exc}, Java accepted: {java}"
-        assert valid_bytes == int(re.search(r"validBytes=(\d+)", java).group(1))  # type: ignore[union-attr]
+        assert valid_bytes == int(re.search(r"validBytes=(\d+)", java).group(1))
     assert records == expected_records
 
 
@@ -230,3 +230,63 @@ def test_crc_mismatch_is_reported_with_both_values(vectors: dict[str, bytes]) ->
 def test_partition_leader_epoch_is_not_covered_by_the_crc() -> None:
     (batch,) = kcodec.read_batches(VECTORS["E14_ple_changed_same_crc"])
     assert batch.partition_leader_epoch == 12345 and batch.is_valid()
+
+
+# ---- legacy formats (FORMAT.md §10.8) -----------------------------------------------------
+
+def test_v0_and_v1_messages(vectors: dict[str, bytes]) -> None:
+    (v0,) = kcodec.read_batches(vectors["v0_one"])
+    assert isinstance(v0, kcodec.LegacyBatch)
+    assert (v0.magic, v0.offset, v0.timestamp, v0.key, v0.value) == (0, 0, -1, b"k", b"v")
+    assert v0.timestamp_type == TimestampType.NO_TIMESTAMP_TYPE and v0.crc == 0x1FECD70A
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in v0] == [(0, -1, b"k", b"v")]
+    (v1,) = kcodec.read_batches(vectors["v1_one"])
+    assert (v1.magic, v1.timestamp, v1.timestamp_type) == (1, TS, TimestampType.CREATE_TIME)
+    assert v1.producer_id == -1 and v1.partition_leader_epoch == -1 and not v1.is_transactional
+    (record,) = v1
+    assert (record.timestamp, record.sequence, record.headers) == (TS, -1, [])
+
+
+@pytest.mark.parametrize("name", ["v1_lz4_two", "v0_lz4_two", "v1_gzip_two"])
+def test_legacy_wrappers(vectors: dict[str, bytes], name: str) -> None:
+    (wrapper,) = kcodec.read_batches(vectors[name])
+    assert wrapper.is_compressed and wrapper.key is None
+    assert (wrapper.offset, wrapper.base_offset, wrapper.record_count) == (11, 10, 2)
+    magic = int(name[1])
+    expected_ts = [TS, TS + 9] if magic == 1 else [-1, -1]
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in wrapper] == \
+        [(10, expected_ts[0], b"a", b"x"), (11, expected_ts[1], b"b", b"y")]
+    if magic == 1:
+        assert wrapper.timestamp == TS + 9
+
+
+@pytest.mark.parametrize("name", ["v0_one", "v1_one", "v1_lz4_two", "v0_lz4_two", "v1_gzip_two"])
+def test_build_legacy_as_java(vectors: dict[str, bytes], name: str) -> None:
+    magic = int(name[1])
+    if name.endswith("_one"):
+        builder = kcodec.BatchBuilder(magic=magic)
+        builder.append(b"v", key=b"k", timestamp=TS)
+    else:
+        builder = kcodec.BatchBuilder(magic=magic, compression=name.split("_")[1], base_offset=10)
+        builder.append(b"x", key=b"a", timestamp=TS)
+        builder.append(b"y", key=b"b", timestamp=TS + 9)
+    data = builder.build()
+    expected = vectors[name]
+    if "gzip" not in name:
+        assert data == expected
+    else:  # deflate bytes depend on the implementation: compare the frame and the content
+        assert data[:8] == expected[:8] and data[16:26] == expected[16:26]
+        assert data[26:30] == expected[26:30] and data[34:44] == expected[34:44]
+        assert data[-8:] == expected[-8:]
+        (wrapper,) = kcodec.read_batches(data)
+        assert [(r.offset, r.key, r.value) for r in wrapper] == [(10, b"a", b"x"), (11, b"b", b"y")]
+
+
+def test_legacy_crc_checked(vectors: dict[str, bytes]) -> None:
+    data = bytearray(vectors["v1_one"])
+    data[-1] ^= 1
+    with pytest.raises(ChecksumError) as info:
+        list(kcodec.read_batches(data))
+    assert info.value.error_code == 2 and info.value.position == 0
+    (entry,) = kcodec.read_batches(data, validate_crc=False)
+    assert not entry.is_valid()

@@ -1,0 +1,333 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Legacy message sets, magic 0 and 1 (FORMAT.md §3), as Kafka's readers take them.
+
+A log entry is one message; a compressed one is a wrapper whose value holds an inner
+message set, decompressed (bounded) and decoded whole when its records are first asked
+for, as Java's DeepRecordsIterator does. The shallow entry's CRC-32 is checked when the
+entry is read, the inner messages' CRCs when they are decoded (as a consumer with
+check.crcs does).
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+
+from kcodec._crc32c cimport crc32_update
+from kcodec._native cimport kc_get_be32, kc_get_be64
+from kcodec._record cimport InputBuffer, Record
+from kcodec._scratch cimport ScratchBuffer
+
+from kcodec.codecs import decompress_to_scratch as _decompress_to_scratch
+from kcodec.constants import Compression, TimestampType
+from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
+                           UnsupportedCompressionTypeError)
+
+
+cdef extern from "Python.h":
+    object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
+    int PyBUF_READ
+
+
+cdef enum:
+    LOG_OVERHEAD = 12
+    CRC_START = 16            # the CRC-32 covers [16, end): magic to the end of the value
+    V0_OVERHEAD = 14          # size field of a v0 message with empty key and value
+    V1_OVERHEAD = 22
+    ATTR_CODEC = 0x07
+    ATTR_LOG_APPEND_TIME = 0x08
+
+
+cdef struct _Message:
+    int64_t offset
+    uint32_t crc
+    int magic
+    int attributes
+    int64_t timestamp           # -1 for magic 0
+    const uint8_t *key          # NULL: null key
+    int32_t key_len
+    const uint8_t *value        # NULL: null value
+    int32_t value_len
+
+
+cdef int _parse(const uint8_t *p, Py_ssize_t size, _Message *m, Py_ssize_t position) except -1:
+    """Parse the message of the log entry at p (size bytes, offset and size field included)."""
+    m.offset = <int64_t>kc_get_be64(p)
+    m.crc = kc_get_be32(p + 12)
+    m.magic = <signed char>p[16]
+    m.attributes = p[17]
+    cdef Py_ssize_t pos = 18
+    if m.magic > 1 or m.magic < 0:
+        raise CorruptRecordError(f"Invalid magic found in record: {m.magic}", position=position)
+    if size - LOG_OVERHEAD < (V1_OVERHEAD if m.magic == 1 else V0_OVERHEAD):
+        raise CorruptRecordError(f"magic {m.magic} message of {size - LOG_OVERHEAD} bytes is "
+                                 "smaller than its fixed fields", position=position)
+    if m.magic == 1:
+        m.timestamp = <int64_t>kc_get_be64(p + pos)
+        pos += 8
+    else:
+        m.timestamp = -1
+    m.key_len = <int32_t>kc_get_be32(p + pos)
+    pos += 4
+    m.key = NULL
+    if m.key_len >= 0:
+        if m.key_len > size - pos - 4:
+            raise CorruptRecordError("message key runs past the message", position=position)
+        m.key = p + pos
+        pos += m.key_len
+    m.value_len = <int32_t>kc_get_be32(p + pos)
+    pos += 4
+    m.value = NULL
+    if m.value_len >= 0:
+        if m.value_len > size - pos:
+            raise CorruptRecordError("message value runs past the message", position=position)
+        m.value = p + pos
+    return 0
+
+
+cdef inline object _bytes_or_none(const uint8_t *p, int32_t n):
+    return None if p == NULL else PyBytes_FromStringAndSize(<const char *>p, n)
+
+
+cdef inline uint32_t _crc32(const uint8_t *p, Py_ssize_t n) noexcept:
+    return crc32_update(0, p, <size_t>n)
+
+
+cdef Record _record(_Message *m, int64_t offset, int64_t timestamp):
+    cdef Record rec = Record.__new__(Record)
+    rec.offset = offset
+    rec.timestamp = timestamp
+    rec.key = _bytes_or_none(m.key, m.key_len)
+    rec.value = _bytes_or_none(m.value, m.value_len)
+    rec.sequence = -1
+    rec.attributes = m.attributes
+    return rec
+
+
+@cython.final
+cdef class LegacyBatch:
+    """One log entry of magic 0 or 1: a message, or a compressed wrapper of messages.
+
+    Fields that only magic 2 has read as Kafka reports them for legacy data (-1, False).
+    """
+    cdef InputBuffer _buf
+    cdef const uint8_t *_p
+    cdef _Message _m
+    cdef Py_ssize_t _max_decompressed_size
+    cdef bint _validate_crc
+    cdef list _records
+    cdef readonly Py_ssize_t position
+    cdef readonly Py_ssize_t size
+
+    def __init__(self):
+        raise TypeError("LegacyBatch objects come from kcodec.read_batches()")
+
+    @property
+    def magic(self):
+        return self._m.magic
+
+    @property
+    def offset(self):
+        """The entry's offset field: the last offset it holds."""
+        return self._m.offset
+
+    @property
+    def last_offset(self):
+        return self._m.offset
+
+    @property
+    def next_offset(self):
+        return self._m.offset + 1
+
+    @property
+    def base_offset(self):
+        """The first offset (a wrapper is decoded to find it)."""
+        if not self.is_compressed:
+            return self._m.offset
+        records = self.records()
+        return records[0].offset
+
+    @property
+    def record_count(self):
+        """1 for a plain message; a wrapper's inner message count (decoding it)."""
+        return len(self.records()) if self.is_compressed else 1
+
+    @property
+    def crc(self):
+        return self._m.crc
+
+    @property
+    def attributes(self):
+        return self._m.attributes
+
+    @property
+    def compression_id(self):
+        return self._m.attributes & ATTR_CODEC
+
+    @property
+    def compression(self):
+        cdef int codec = self._m.attributes & ATTR_CODEC
+        if codec > 5:
+            raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
+                                                  position=self.position)
+        return Compression(codec)
+
+    @property
+    def is_compressed(self):
+        return self._m.attributes & ATTR_CODEC != 0
+
+    @property
+    def timestamp(self):
+        """The message timestamp (magic 1), -1 for magic 0."""
+        return self._m.timestamp
+
+    @property
+    def max_timestamp(self):
+        return self._m.timestamp
+
+    @property
+    def timestamp_type(self):
+        if self._m.magic == 0:
+            return TimestampType.NO_TIMESTAMP_TYPE
+        if self._m.attributes & ATTR_LOG_APPEND_TIME:
+            return TimestampType.LOG_APPEND_TIME
+        return TimestampType.CREATE_TIME
+
+    @property
+    def key(self):
+        return _bytes_or_none(self._m.key, self._m.key_len)
+
+    @property
+    def value(self):
+        """The message value: for a wrapper, the compressed inner message set."""
+        return _bytes_or_none(self._m.value, self._m.value_len)
+
+    partition_leader_epoch = property(lambda self: -1)
+    producer_id = property(lambda self: -1)
+    producer_epoch = property(lambda self: -1)
+    base_sequence = property(lambda self: -1)
+    last_sequence = property(lambda self: -1)
+    has_producer_id = property(lambda self: False)
+    is_transactional = property(lambda self: False)
+    is_control = property(lambda self: False)
+    delete_horizon_ms = property(lambda self: None)
+
+    @property
+    def buffer(self):
+        return memoryview(self._buf.obj)[self.position:self.position + self.size]
+
+    def compute_crc(self):
+        """The CRC-32 of bytes [16, end), as the ``crc`` field should hold."""
+        return _crc32(self._p + CRC_START, self.size - CRC_START)
+
+    def is_valid(self):
+        return self.compute_crc() == self._m.crc
+
+    def ensure_valid(self):
+        cdef uint32_t computed = self.compute_crc()
+        if computed != self._m.crc:
+            raise ChecksumError(
+                f"Record is corrupt (stored crc = {self._m.crc}, computed crc = {computed})",
+                position=self.position, stored=self._m.crc, computed=computed)
+
+    def __iter__(self):
+        return iter(self.records())
+
+    def records(self):
+        """The records: the message itself, or a wrapper's inner messages with their
+        absolute offsets (decoded once, then kept)."""
+        if self._records is None:
+            if self.is_compressed:
+                self._records = self._inner_records()
+            else:
+                self._records = [_record(&self._m, self._m.offset, self._m.timestamp)]
+        return self._records
+
+    cdef list _inner_records(self):
+        cdef int codec = self._m.attributes & ATTR_CODEC
+        if codec == 4:
+            raise InvalidRecordError(
+                "Invalid wrapper compressionType found in legacy deep record iterator 4 "
+                "(zstd needs magic 2)", position=self.position)
+        if codec > 4:
+            raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
+                                                  position=self.position)
+        if self._m.value == NULL:
+            raise InvalidRecordError(
+                f"Found invalid compressed record set with null value (magic = {self._m.magic})",
+                position=self.position)
+        cdef ScratchBuffer inner
+        try:
+            inner = _decompress_to_scratch(
+                codec, PyMemoryView_FromMemory(<char *>self._m.value, self._m.value_len, PyBUF_READ),
+                self._m.magic,
+                None if self._max_decompressed_size < 0 else self._max_decompressed_size)
+        except KcodecError as exc:
+            if exc.position is None:
+                exc.position = self.position
+            raise
+        return self._decode_inner(inner.mem.data, inner.length)
+
+    cdef list _decode_inner(self, const uint8_t *p, Py_ssize_t n):
+        cdef list messages = []
+        cdef list offsets = []
+        cdef Py_ssize_t pos = 0, size
+        cdef int32_t size_field
+        cdef _Message m
+        cdef Record rec
+        while n - pos >= LOG_OVERHEAD:
+            size_field = <int32_t>kc_get_be32(p + pos + 8)
+            if size_field < V0_OVERHEAD:
+                raise CorruptRecordError(
+                    f"Record size {size_field} is less than the minimum record overhead (14)"
+                    " in a wrapper's inner messages", position=self.position)
+            size = <Py_ssize_t>size_field + LOG_OVERHEAD
+            if n - pos < size:
+                break  # a partial last inner entry is ignored, as Java
+            _parse(p + pos, size, &m, self.position)
+            if m.attributes & ATTR_CODEC:
+                raise InvalidRecordError("Inner messages must not be compressed",
+                                         position=self.position)
+            if self._validate_crc and _crc32(p + pos + CRC_START, size - CRC_START) != m.crc:
+                raise ChecksumError("Record is corrupt (an inner message's crc does not match)",
+                                    position=self.position, stored=m.crc,
+                                    computed=_crc32(p + pos + CRC_START, size - CRC_START))
+            ts = m.timestamp
+            if self._m.magic == 1 and self._m.attributes & ATTR_LOG_APPEND_TIME:
+                ts = self._m.timestamp
+            messages.append(_record(&m, m.offset, ts))
+            pos += size
+        if not messages:
+            raise InvalidRecordError("a compressed wrapper holds no messages",
+                                     position=self.position)
+        cdef int64_t last_inner, base = 0
+        cdef int64_t wrapper_offset = self._m.offset
+        if self._m.magic > 0:  # inner offsets are relative to the wrapper's
+            last_inner = (<Record>messages[len(messages) - 1]).offset
+            if wrapper_offset != 0:  # 0: old producers' wrappers, inner offsets used as they are
+                if wrapper_offset < last_inner:
+                    raise InvalidRecordError(
+                        "Found invalid wrapper offset in compressed v1 message set, wrapper "
+                        f"offset '{wrapper_offset}' is less than the last inner message offset "
+                        f"'{last_inner}' and it is not zero.", position=self.position)
+                base = wrapper_offset - last_inner
+            for rec in messages:
+                rec.offset += base
+        return messages
+
+    def __repr__(self):
+        return (f"LegacyBatch(position={self.position}, magic={self._m.magic}, "
+                f"offset={self._m.offset}, compression={self.compression_id}, size={self.size})")
+
+
+cdef object make_legacy_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t size,
+                              Py_ssize_t max_decompressed_size, bint validate_crc):
+    cdef LegacyBatch b = LegacyBatch.__new__(LegacyBatch)
+    b._buf = buf
+    b._p = buf.data + position
+    b.position = position
+    b.size = size
+    b._max_decompressed_size = max_decompressed_size
+    b._validate_crc = validate_crc
+    _parse(b._p, size, &b._m, position)
+    if validate_crc:
+        b.ensure_valid()
+    return b
