@@ -21,6 +21,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
 
 from kcodec import codecs, errors
 from kcodec.codecs import compress, decompress
+from kcodec.convert import ConversionReport, LossyConversionWarning, convert
 from kcodec.constants import Compression, ControlType, TimestampType
 
 __version__ = "0.1.0"
@@ -30,13 +31,16 @@ __all__ = [
     "BatchReader",
     "Compression",
     "ControlType",
+    "ConversionReport",
     "LegacyBatch",
+    "LossyConversionWarning",
     "Record",
     "RecordBatch",
     "RecordIterator",
     "TimestampType",
     "codecs",
     "compress",
+    "convert",
     "crc32",
     "crc32c",
     "crc32c_backend",

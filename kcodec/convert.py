@@ -1,0 +1,259 @@
+"""Converting record data between magics 0, 1 and 2, and between codecs.
+
+Follows Kafka's rules (FORMAT.md §6): down-conversion as a broker does for old fetchers
+(``RecordsUtil.downConvert``), up-conversion as its validator does for old producers,
+with offsets preserved either way. What the target format cannot hold is dropped (headers,
+producer ids and sequences, transactional markers and control batches, leader epochs,
+delete horizons; for magic 0 timestamps too) and said: the :class:`ConversionReport`
+counts it, and by default a :class:`LossyConversionWarning` names it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal, overload
+
+from kcodec._batch import RecordBatch, read_batches
+from kcodec._builder import BatchBuilder
+from kcodec._legacy import LegacyBatch
+from kcodec._record import Record
+from kcodec.constants import Compression, TimestampType
+from kcodec.errors import KcodecError, UnsupportedCompressionTypeError
+
+OnLoss = Literal["warn", "raise", "ignore"]
+Entry = RecordBatch | LegacyBatch
+
+
+class LossyConversionWarning(UserWarning):
+    """A conversion dropped what its target format cannot hold."""
+
+
+class LossyConversionError(KcodecError):
+    """A conversion would drop data, and ``on_loss="raise"`` was asked for."""
+
+
+@dataclasses.dataclass
+class ConversionReport:
+    """What a conversion did, and what it had to leave out."""
+
+    batches_in: int = 0
+    batches_out: int = 0
+    records: int = 0
+    copied_batches: int = 0
+    dropped_control_batches: int = 0
+    records_with_headers_dropped: int = 0
+    batches_with_producer_state_dropped: int = 0
+    transactional_batches_flattened: int = 0
+    records_with_timestamps_dropped: int = 0
+    delete_horizons_dropped: int = 0
+
+    @property
+    def lossy(self) -> bool:
+        return any((self.dropped_control_batches, self.records_with_headers_dropped,
+                    self.batches_with_producer_state_dropped,
+                    self.transactional_batches_flattened, self.records_with_timestamps_dropped,
+                    self.delete_horizons_dropped))
+
+    def losses(self) -> list[str]:
+        names = {
+            "dropped_control_batches": "control batches dropped",
+            "records_with_headers_dropped": "records lost their headers",
+            "batches_with_producer_state_dropped": "batches lost producer id, epoch and sequence",
+            "transactional_batches_flattened": "transactional batches became plain",
+            "records_with_timestamps_dropped": "records lost their timestamps",
+            "delete_horizons_dropped": "delete horizons dropped",
+        }
+        return [f"{getattr(self, field)} {text}" for field, text in names.items()
+                if getattr(self, field)]
+
+
+@overload
+def convert(data: Any, *, magic: int, compression: Compression | int | str | None = None,
+            level: int | None = None, on_loss: OnLoss = "warn",
+            max_batch_bytes: int = 1 << 20, report: Literal[False] = False) -> bytes: ...
+
+
+@overload
+def convert(data: Any, *, magic: int, compression: Compression | int | str | None = None,
+            level: int | None = None, on_loss: OnLoss = "warn",
+            max_batch_bytes: int = 1 << 20,
+            report: Literal[True]) -> tuple[bytes, ConversionReport]: ...
+
+
+def convert(data: Any, *, magic: int, compression: Compression | int | str | None = None,
+            level: int | None = None, on_loss: OnLoss = "warn", max_batch_bytes: int = 1 << 20,
+            report: bool = False) -> bytes | tuple[bytes, ConversionReport]:
+    """Convert record data (any mix of magics) to ``magic``, offsets preserved.
+
+    ``compression`` recompresses with another codec (None keeps each batch's own) at
+    ``level``. A batch already in the target magic and codec is copied as it is. zstd
+    cannot go below magic 2 (UNSUPPORTED_COMPRESSION_TYPE, as KIP-110). Plain legacy
+    messages are grouped into v2 batches of up to ``max_batch_bytes``.
+    """
+    if magic not in (0, 1, 2):
+        raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2)")
+    if on_loss not in ("warn", "raise", "ignore"):
+        raise ValueError("on_loss is 'warn', 'raise' or 'ignore'")
+    target = None if compression is None else Compression.parse(compression)
+    if target == Compression.ZSTD and magic < 2:
+        raise UnsupportedCompressionTypeError(f"zstd cannot be written with magic {magic}")
+    rep = ConversionReport()
+    out = bytearray()
+    for group in _groups(read_batches(data), magic):
+        out += _convert_group(group, magic, target, level, rep, max_batch_bytes)
+    if rep.lossy:
+        text = "conversion to magic %d: %s" % (magic, "; ".join(rep.losses()))
+        if on_loss == "raise":
+            raise LossyConversionError(text)
+        if on_loss == "warn":
+            warnings.warn(text, LossyConversionWarning, stacklevel=2)
+    return (bytes(out), rep) if report else bytes(out)
+
+
+def _groups(entries: Iterator[Entry], magic: int) -> Iterator[list[Entry]]:
+    """Entries one by one, except runs of plain legacy messages going up to magic 2, which
+    become one batch (Kafka's validator up-converts a produce request's set as one batch)."""
+    run: list[Entry] = []
+    for entry in entries:
+        plain_legacy = isinstance(entry, LegacyBatch) and not entry.is_compressed
+        if plain_legacy and magic == 2 and (not run or _same_kind(run[0], entry)):
+            run.append(entry)
+            continue
+        if run:
+            yield run
+            run = []
+        if plain_legacy and magic == 2:
+            run.append(entry)
+        else:
+            yield [entry]
+    if run:
+        yield run
+
+
+def _same_kind(a: Entry, b: Entry) -> bool:
+    return a.magic == b.magic and a.timestamp_type == b.timestamp_type
+
+
+def _convert_group(group: Sequence[Entry], magic: int, target: Compression | None,
+                   level: int | None, rep: ConversionReport, max_batch_bytes: int) -> bytes:
+    first = group[0]
+    rep.batches_in += len(group)
+    codec = Compression(first.compression_id) if target is None else target
+    if len(group) == 1 and first.magic == magic and codec == first.compression_id and (
+            level is None or codec == Compression.NONE):
+        rep.copied_batches += 1
+        rep.batches_out += 1
+        rep.records += first.record_count if isinstance(first, RecordBatch) else 1
+        return bytes(first.buffer)
+    if magic < 2 and first.compression_id == Compression.ZSTD:
+        raise UnsupportedCompressionTypeError(
+            f"a zstd batch cannot be converted to magic {magic} (KIP-110)",
+            position=first.position)
+    if isinstance(first, RecordBatch):
+        if first.record_count == 0:  # an empty batch left by compaction: nothing to carry
+            rep.batches_out += 1 if magic == 2 else 0
+            return bytes(first.buffer) if magic == 2 else b""
+        if first.is_control:
+            if magic < 2:
+                rep.dropped_control_batches += 1
+                return b""
+            codec = Compression.NONE  # Kafka never compresses a control batch
+        return _from_v2(first, magic, codec, level, rep)
+    records = [r for entry in group for r in entry]
+    return _from_legacy(group, records, magic, codec, level, rep, max_batch_bytes)
+
+
+def _from_v2(batch: RecordBatch, magic: int, codec: Compression, level: int | None,
+             rep: ConversionReport) -> bytes:
+    records = batch.records()
+    rep.records += len(records)
+    log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+    if magic == 2:
+        builder = BatchBuilder(
+            compression=codec, level=level, base_offset=batch.base_offset,
+            partition_leader_epoch=batch.partition_leader_epoch,
+            producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+            base_sequence=batch.base_sequence, is_transactional=batch.is_transactional,
+            is_control=batch.is_control, timestamp_type=batch.timestamp_type,
+            log_append_time=batch.max_timestamp if log_append else None,
+            delete_horizon_ms=batch.delete_horizon_ms)
+        for r in records:
+            if batch.is_control:
+                builder.append_end_txn_marker(r.control_type, r.coordinator_epoch or 0,  # type: ignore[arg-type]
+                                              timestamp=r.timestamp)
+            else:
+                builder.append(r.value, key=r.key, timestamp=r.timestamp, headers=r.headers,
+                               offset=r.offset)
+        rep.batches_out += 1
+        return builder.build()
+    rep.records_with_headers_dropped += sum(1 for r in records if r.headers)
+    if batch.has_producer_id or batch.base_sequence != -1:
+        rep.batches_with_producer_state_dropped += 1
+    rep.transactional_batches_flattened += batch.is_transactional
+    rep.delete_horizons_dropped += batch.has_delete_horizon
+    if magic == 0:
+        rep.records_with_timestamps_dropped += sum(1 for r in records if r.timestamp != -1)
+    ts_type = (TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else batch.timestamp_type)
+    return _legacy_entries(records, magic, codec, level, ts_type,
+                           batch.max_timestamp if log_append else None, rep)
+
+
+def _legacy_entries(records: Sequence[Record], magic: int, codec: Compression,
+                    level: int | None, ts_type: TimestampType, log_append_time: int | None,
+                    rep: ConversionReport) -> bytes:
+    """One wrapper holding all records, or one message per record when uncompressed."""
+    def builder() -> BatchBuilder:
+        return BatchBuilder(magic=magic, compression=codec, level=level,
+                            base_offset=records[0].offset, timestamp_type=ts_type,
+                            log_append_time=log_append_time)
+    if codec != Compression.NONE:
+        b = builder()
+        for r in records:
+            b.append(r.value, key=r.key, timestamp=r.timestamp if magic else -1, offset=r.offset)
+        rep.batches_out += 1
+        return b.build()
+    out = bytearray()
+    for r in records:
+        b = BatchBuilder(magic=magic, base_offset=r.offset, timestamp_type=ts_type,
+                         log_append_time=log_append_time)
+        b.append(r.value, key=r.key, timestamp=r.timestamp if magic else -1, offset=r.offset)
+        out += b.build()
+        rep.batches_out += 1
+    return bytes(out)
+
+
+def _from_legacy(group: Sequence[Entry], records: list[Record], magic: int,
+                 codec: Compression, level: int | None, rep: ConversionReport,
+                 max_batch_bytes: int) -> bytes:
+    first = group[0]
+    assert isinstance(first, LegacyBatch)
+    rep.records += len(records)
+    log_append = first.timestamp_type == TimestampType.LOG_APPEND_TIME
+    if magic < 2:
+        if magic == 0 and first.magic == 1:
+            rep.records_with_timestamps_dropped += sum(1 for r in records if r.timestamp != -1)
+        ts_type = TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else (
+            first.timestamp_type if first.magic == 1 else TimestampType.CREATE_TIME)
+        return _legacy_entries(records, magic, codec, level, ts_type,
+                               first.timestamp if log_append else None, rep)
+    out = bytearray()
+    start = 0
+    while start < len(records):
+        builder = BatchBuilder(
+            compression=codec, level=level, base_offset=records[start].offset,
+            timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
+            log_append_time=max(r.timestamp for r in records) if log_append else None)
+        end = start
+        while end < len(records) and (end == start or builder.size_in_bytes < max_batch_bytes):
+            r = records[end]
+            builder.append(r.value, key=r.key, timestamp=r.timestamp, offset=r.offset)
+            end += 1
+        out += builder.build()
+        rep.batches_out += 1
+        start = end
+    return bytes(out)
+
+
+__all__ = ["ConversionReport", "LossyConversionError", "LossyConversionWarning", "convert"]

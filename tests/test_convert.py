@@ -1,0 +1,152 @@
+"""kcodec.convert: Kafka's up- and down-conversion rules, offsets preserved, losses said."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kcodec
+from kcodec import ControlType, TimestampType
+from kcodec.convert import LossyConversionError
+from kcodec.errors import UnsupportedCompressionTypeError
+
+TS = 1700000000000
+
+
+def v2(codec: str = "none", n: int = 5, base: int = 0, headers: bool = False,
+       **options: object) -> bytes:
+    builder = kcodec.BatchBuilder(compression=codec, base_offset=base, **options)  # type: ignore[arg-type]
+    for i in range(n):
+        builder.append(b"value-%d" % i, key=b"k%d" % i, timestamp=TS + i,
+                       headers=[("h", b"x")] if headers else ())
+    return builder.build()
+
+
+def content(data: bytes) -> list[tuple[int, int, bytes | None, bytes | None]]:
+    return [(r.offset, r.timestamp, r.key, r.value) for e in kcodec.read_batches(data) for r in e]
+
+
+def test_same_format_is_copied_byte_for_byte() -> None:
+    data = v2("lz4") + v2(base=5)
+    out, report = kcodec.convert(data, magic=2, report=True)
+    assert out == data and report.copied_batches == 2 and not report.lossy
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4"])
+@pytest.mark.parametrize("magic", [0, 1])
+def test_down_and_up_again(magic: int, codec: str) -> None:
+    data = v2(codec, n=20, base=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        down = kcodec.convert(data, magic=magic, on_loss="raise" if magic else "ignore")
+    entries = list(kcodec.read_batches(down))
+    assert {e.magic for e in entries} == {magic}
+    assert len(entries) == (20 if codec == "none" else 1)
+    expected = [(o, t if magic else -1, k, v) for o, t, k, v in content(data)]
+    assert content(down) == expected
+    up = kcodec.convert(down, magic=2)
+    assert content(up) == expected
+    (batch,) = kcodec.read_batches(up)
+    assert batch.compression == kcodec.Compression.parse(codec) and batch.base_offset == 100
+
+
+def test_lz4_checksum_follows_the_target_magic() -> None:
+    data = v2("lz4", n=3)
+    for magic, hc in ((0, 0x1A), (1, 0x82)):
+        (wrapper,) = kcodec.read_batches(kcodec.convert(data, magic=magic, on_loss="ignore"))
+        assert wrapper.value is not None and wrapper.value[6] == hc
+    back = kcodec.convert(kcodec.convert(data, magic=0, on_loss="ignore"), magic=2)
+    assert bytes(next(kcodec.read_batches(back)).buffer)[61 + 6] == 0x82
+
+
+def test_losses_are_said() -> None:
+    data = (v2(n=3, headers=True, producer_id=7, producer_epoch=1, base_sequence=0,
+               is_transactional=True)
+            + kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=7,
+                                                 producer_epoch=1, coordinator_epoch=2,
+                                                 base_offset=3, timestamp=TS))
+    with pytest.warns(kcodec.LossyConversionWarning, match="headers") as caught:
+        out, report = kcodec.convert(data, magic=1, report=True)
+    assert "control batches dropped" in str(caught[0].message)
+    assert report.dropped_control_batches == 1 and report.records_with_headers_dropped == 3
+    assert report.batches_with_producer_state_dropped == 1
+    assert report.transactional_batches_flattened == 1
+    assert [r.offset for e in kcodec.read_batches(out) for r in e] == [0, 1, 2]
+    with pytest.raises(LossyConversionError):
+        kcodec.convert(data, magic=1, on_loss="raise")
+    _, report0 = kcodec.convert(v2(n=2), magic=0, on_loss="ignore", report=True)
+    assert report0.records_with_timestamps_dropped == 2
+
+
+def test_zstd_never_goes_below_magic_2() -> None:
+    with pytest.raises(UnsupportedCompressionTypeError) as info:
+        kcodec.convert(v2("zstd"), magic=1)
+    assert info.value.error_code == 76
+    with pytest.raises(UnsupportedCompressionTypeError):
+        kcodec.convert(v2(), magic=0, compression="zstd")
+
+
+def test_recompression_keeps_every_header_field() -> None:
+    data = v2("gzip", n=10, base=50, headers=True, producer_id=9, producer_epoch=2,
+              base_sequence=17, is_transactional=True, partition_leader_epoch=4,
+              timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=TS + 99)
+    out = kcodec.convert(data, magic=2, compression="zstd", level=5)
+    (a,), (b,) = kcodec.read_batches(data), kcodec.read_batches(out)
+    assert b.compression == kcodec.Compression.ZSTD
+    for field in ("base_offset", "last_offset", "partition_leader_epoch", "producer_id",
+                  "producer_epoch", "base_sequence", "is_transactional", "timestamp_type",
+                  "max_timestamp", "record_count"):
+        assert getattr(a, field) == getattr(b, field), field
+    # LogAppendTime records read as the append time (Kafka ignores their stale deltas), so
+    # the rebuilt batch's base timestamp is that time too
+    assert [(r.offset, r.timestamp, r.headers) for r in a] == \
+        [(r.offset, r.timestamp, r.headers) for r in b]
+
+
+def test_control_batch_stays_uncompressed_and_empty_batches_stay() -> None:
+    marker = kcodec.BatchBuilder.end_txn_marker(ControlType.ABORT, producer_id=1,
+                                                producer_epoch=0, coordinator_epoch=5,
+                                                base_offset=7, timestamp=TS)
+    empty = kcodec.empty_batch(base_offset=8, last_offset=9, max_timestamp=TS)
+    out = kcodec.convert(marker + empty, magic=2, compression="lz4")
+    batches = list(kcodec.read_batches(out))
+    assert [b.compression_id for b in batches] == [0, 0]
+    assert batches[0].records()[0].control_type is ControlType.ABORT
+    assert bytes(batches[1].buffer) == empty
+
+
+def test_plain_legacy_messages_group_into_v2_batches() -> None:
+    builder = kcodec.BatchBuilder(magic=1)
+    for i in range(1000):
+        builder.append(b"x" * 100, timestamp=TS + i)
+    legacy = builder.build()
+    out = kcodec.convert(legacy, magic=2, max_batch_bytes=20_000)
+    batches = list(kcodec.read_batches(out))
+    assert 5 <= len(batches) <= 10
+    assert content(out) == content(legacy)
+
+
+records_strategy = st.lists(
+    st.tuples(st.one_of(st.none(), st.binary(max_size=30)), st.one_of(st.none(), st.binary(max_size=60)),
+              st.integers(0, 2**41), st.integers(1, 3)), min_size=1, max_size=25)
+
+
+@settings(max_examples=60)
+@given(records_strategy, st.sampled_from(["none", "gzip", "snappy", "lz4"]),
+       st.sampled_from([0, 1]), st.sampled_from(["none", "gzip", "lz4", "zstd"]))
+def test_round_trip_through_legacy_keeps_what_it_can_hold(
+        recs: list[tuple[bytes | None, bytes | None, int, int]], codec: str, magic: int,
+        final_codec: str) -> None:
+    builder = kcodec.BatchBuilder(compression=codec, base_offset=1000)
+    offset = 1000
+    for key, value, ts, gap in recs:
+        builder.append(value, key=key, timestamp=ts, offset=offset)
+        offset += gap
+    data = builder.build()
+    down = kcodec.convert(data, magic=magic, on_loss="ignore")
+    up = kcodec.convert(down, magic=2, compression=final_codec)
+    expected = [(o, t if magic else -1, k, v) for o, t, k, v in content(data)]
+    assert content(up) == expected
