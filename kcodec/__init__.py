@@ -21,7 +21,9 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
 
 from kcodec import codecs, errors
 from kcodec.codecs import compress, decompress
+from kcodec.config import ProducerConfig, TopicConfig
 from kcodec.convert import ConversionReport, LossyConversionWarning, convert
+from kcodec.validator import ValidationResult, validate
 from kcodec.constants import Compression, ControlType, TimestampType
 
 __version__ = "0.1.0"
@@ -34,10 +36,13 @@ __all__ = [
     "ConversionReport",
     "LegacyBatch",
     "LossyConversionWarning",
+    "ProducerConfig",
     "Record",
     "RecordBatch",
     "RecordIterator",
     "TimestampType",
+    "TopicConfig",
+    "ValidationResult",
     "codecs",
     "compress",
     "convert",
@@ -52,4 +57,5 @@ __all__ = [
     "encode_varlong",
     "errors",
     "read_batches",
+    "validate",
 ]

@@ -1,0 +1,160 @@
+"""Compression and validation settings in Kafka's own vocabulary.
+
+:class:`TopicConfig` takes a topic's (or broker's) properties as Kafka names them, for
+:func:`kcodec.validate`; :class:`ProducerConfig` a producer's, including the 0.7-era keys
+``compression.codec`` and ``compressed.topics`` of the original compression design.
+Values may be strings, as in a ``.properties`` file, or already typed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from kcodec.codecs import LEVEL_RANGES
+from kcodec.constants import Compression, TimestampType
+
+INT64_MAX = 2**63 - 1
+#: Kafka's defaults (LogConfig): max.message.bytes 1 MiB + 12, segment.bytes 1 GiB.
+DEFAULT_MAX_MESSAGE_BYTES = 1048588
+DEFAULT_SEGMENT_BYTES = 1 << 30
+
+TOPIC_COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+PRODUCER_COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+LEVEL_KEYS = {"compression.gzip.level": Compression.GZIP,
+              "compression.lz4.level": Compression.LZ4,
+              "compression.zstd.level": Compression.ZSTD}
+
+
+def _levels(props: Mapping[str, Any]) -> dict[Compression, int]:
+    levels = {}
+    for key, codec in LEVEL_KEYS.items():
+        if key in props:
+            level = int(props[key])
+            low, high = LEVEL_RANGES[codec]
+            if not low <= level <= high and not (codec == Compression.GZIP and level == -1):
+                raise ValueError(f"{key}={level} is outside {low}..{high}")
+            levels[codec] = level
+    return levels
+
+
+def _choice(props: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str) -> str:
+    value = str(props.get(key, default)).strip().lower()
+    if value not in allowed:
+        raise ValueError(f"{key}={value!r}: expected one of {', '.join(allowed)}")
+    return value
+
+
+def message_format_magic(version: str) -> int:
+    """The magic a ``message.format.version`` (e.g. ``"0.10.2"``, ``"2.8-IV1"``) writes."""
+    parts = version.split("-")[0].split(".")
+    major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    if (major, minor) < (0, 10):
+        return 0
+    if (major, minor) < (0, 11):
+        return 1
+    return 2
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicConfig:
+    """A topic's settings that shape how a broker validates and stores produced data."""
+
+    compression_type: str = "producer"
+    levels: Mapping[Compression, int] = dataclasses.field(default_factory=dict)
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME
+    timestamp_before_max_ms: int = INT64_MAX
+    timestamp_after_max_ms: int = INT64_MAX
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    compact: bool = False
+    magic: int = 2
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any]) -> TopicConfig:
+        """From Kafka's keys: ``compression.type``, ``compression.<codec>.level``,
+        ``message.timestamp.type``, ``message.timestamp.before.max.ms`` and
+        ``.after.max.ms`` (falling back to ``message.timestamp.difference.max.ms`` while
+        at their default, as KIP-937), ``max.message.bytes``, ``segment.bytes``,
+        ``cleanup.policy`` and ``message.format.version``."""
+        known = {"compression.type", "message.timestamp.type", "message.timestamp.before.max.ms",
+                 "message.timestamp.after.max.ms", "message.timestamp.difference.max.ms",
+                 "max.message.bytes", "segment.bytes", "cleanup.policy",
+                 "message.format.version", *LEVEL_KEYS}
+        unknown = set(props) - known
+        if unknown:
+            raise ValueError(f"unknown topic settings: {', '.join(sorted(unknown))}")
+        ts_name = _choice(props, "message.timestamp.type", ("createtime", "logappendtime"),
+                          "CreateTime")
+        difference = int(props.get("message.timestamp.difference.max.ms", INT64_MAX))
+        before = int(props.get("message.timestamp.before.max.ms", INT64_MAX))
+        after = int(props.get("message.timestamp.after.max.ms", INT64_MAX))
+        policies = {p.strip() for p in str(props.get("cleanup.policy", "delete")).split(",")}
+        return cls(
+            compression_type=_choice(props, "compression.type", TOPIC_COMPRESSION_TYPES,
+                                     "producer"),
+            levels=_levels(props),
+            timestamp_type=(TimestampType.LOG_APPEND_TIME if ts_name == "logappendtime"
+                            else TimestampType.CREATE_TIME),
+            timestamp_before_max_ms=difference if before == INT64_MAX else before,
+            timestamp_after_max_ms=difference if after == INT64_MAX else after,
+            max_message_bytes=int(props.get("max.message.bytes", DEFAULT_MAX_MESSAGE_BYTES)),
+            segment_bytes=int(props.get("segment.bytes", DEFAULT_SEGMENT_BYTES)),
+            compact="compact" in policies,
+            magic=message_format_magic(str(props.get("message.format.version", "3.0"))),
+        )
+
+    def target_codec(self, source: Compression) -> Compression:
+        """The codec stored data gets: the producer's with ``producer``, else the topic's."""
+        if self.compression_type == "producer":
+            return source
+        if self.compression_type == "uncompressed":
+            return Compression.NONE
+        return Compression.parse(self.compression_type)
+
+    def level(self, codec: Compression) -> int | None:
+        return self.levels.get(codec)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProducerConfig:
+    """A producer's compression settings.
+
+    ``compression.type`` (none, gzip, snappy, lz4, zstd) with the KIP-390 level keys; or the
+    0.7-era ``compression.codec`` (0 none, 1 gzip, 2 snappy, 3 lz4) with
+    ``compressed.topics``: when that list is empty the codec applies to every topic,
+    otherwise only to the topics it names.
+    """
+
+    compression: Compression = Compression.NONE
+    levels: Mapping[Compression, int] = dataclasses.field(default_factory=dict)
+    compressed_topics: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any]) -> ProducerConfig:
+        if "compression.type" in props and "compression.codec" in props:
+            raise ValueError("give compression.type or the 0.7-era compression.codec, not both")
+        if "compression.codec" in props:
+            codec_id = int(props["compression.codec"])
+            if codec_id not in (0, 1, 2, 3):
+                raise ValueError(f"compression.codec={codec_id}: expected 0, 1, 2 or 3")
+            codec = Compression(codec_id)
+        else:
+            codec = Compression.parse(
+                _choice(props, "compression.type", PRODUCER_COMPRESSION_TYPES, "none"))
+        topics = str(props.get("compressed.topics", "")).strip()
+        return cls(compression=codec, levels=_levels(props),
+                   compressed_topics=frozenset(t.strip() for t in topics.split(",") if t.strip()))
+
+    def codec_for(self, topic: str) -> Compression:
+        """The codec this producer uses for ``topic``."""
+        if self.compressed_topics and topic not in self.compressed_topics:
+            return Compression.NONE
+        return self.compression
+
+    def level(self, codec: Compression) -> int | None:
+        return self.levels.get(codec)
+
+
+__all__ = ["ProducerConfig", "TopicConfig", "message_format_magic"]

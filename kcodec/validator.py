@@ -1,0 +1,257 @@
+"""What a broker does with produced data before appending it (Kafka's LogValidator).
+
+:func:`validate` checks a produce request's records with the rules and in the order of
+``ProduceRequest``, ``UnifiedLog.analyzeAndValidateRecords`` and ``LogValidator``
+(FORMAT.md §5), then assigns offsets from ``next_offset``, stamps the topic's timestamp
+type (and log-append time), and either patches the batch in place or rebuilds it in the
+topic's format and codec, exactly when Kafka would. Each rejection is the exception of
+:mod:`kcodec.errors` that carries Kafka's error code for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kcodec._batch import RecordBatch, read_batches
+from kcodec._builder import BatchBuilder
+from kcodec._crc32c import crc32, crc32c
+from kcodec._legacy import LegacyBatch
+from kcodec._record import Record
+from kcodec.config import TopicConfig
+from kcodec.constants import Compression, TimestampType
+from kcodec.errors import (InvalidRecordError, InvalidTimestampError, RecordListTooLargeError,
+                           RecordTooLargeError, UnsupportedCompressionTypeError,
+                           UnsupportedForMessageFormatError)
+
+Entry = RecordBatch | LegacyBatch
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationResult:
+    """The records as the broker would append them, and what it learned from them."""
+
+    records: bytes
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    #: last offset of the batch holding the max timestamp (what the time index records)
+    shallow_offset_of_max_timestamp: int
+    #: False when the client's bytes were kept and only header fields patched
+    rebuilt: bool
+    record_count: int
+
+
+def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, Any] | None = None,
+             now: int | None = None, partition_leader_epoch: int = 0,
+             produce_version: int | None = None, from_client: bool = True) -> ValidationResult:
+    """Validate produced ``data`` for a partition whose log ends at ``next_offset``.
+
+    ``config`` is the topic's settings (a :class:`TopicConfig` or Kafka's property names);
+    ``now`` the broker's clock in ms (default: now); ``produce_version`` enables the checks
+    of Produce v3+ requests (one v2 batch, zstd only from v7); ``from_client=False`` skips
+    the checks Kafka applies to clients only (as for replication or the coordinator).
+    """
+    topic = config if isinstance(config, TopicConfig) else TopicConfig.from_properties(config or {})
+    now_ms = int(time.time() * 1000) if now is None else now
+    entries = list(read_batches(data, validate_crc=True))
+    if produce_version is not None and produce_version >= 3:
+        _check_produce_request(entries, produce_version)
+    for entry in entries:
+        _check_entry(entry, topic, from_client)
+    if not entries:
+        return ValidationResult(b"", next_offset, next_offset - 1, -1, -1, False, 0)
+    first = entries[0]
+    if any(e.magic != first.magic for e in entries):
+        raise InvalidRecordError("All records in a produce request must have the same magic")
+    source = Compression.NONE
+    for entry in entries:
+        if entry.compression_id != Compression.NONE:
+            source = Compression(entry.compression_id)
+    if (first.magic >= 2 or source != Compression.NONE) and len(entries) > 1:
+        raise InvalidRecordError("Compressed outer record has more than one batch")
+    target = topic.target_codec(source)
+    if target == Compression.ZSTD and topic.magic < 2:
+        raise UnsupportedCompressionTypeError("zstd needs message format v2 (KIP-110)")
+    for entry in entries:
+        _check_batch(entry, topic, from_client)
+    records = [r for entry in entries for r in entry]
+    _check_records(first, records, topic, now_ms)
+
+    in_place = (source == target and first.magic == topic.magic and topic.magic != 0
+                and (source == Compression.NONE or _offsets_are_sequential(first, records)))
+    if in_place:
+        out = _patch_in_place(entries, records, next_offset, topic, now_ms, partition_leader_epoch)
+    else:
+        out = _rebuild(first, records, next_offset, topic, target, now_ms, partition_leader_epoch)
+    return _result(out, not in_place, topic)
+
+
+def _check_produce_request(entries: Sequence[Entry], version: int) -> None:
+    """ProduceRequest.validateRecords (Produce v3 and newer)."""
+    if not entries:
+        raise InvalidRecordError("Produce requests with version 3 and above must contain "
+                                 "at least one record batch")
+    first = entries[0]
+    if first.magic != 2:
+        raise InvalidRecordError("Produce requests with version 3 and above are only allowed "
+                                 "to contain record batches with magic version 2")
+    if version < 7 and first.compression_id == Compression.ZSTD:
+        raise UnsupportedCompressionTypeError("Produce requests with version below 7 cannot "
+                                              "carry zstd-compressed batches (KIP-110)")
+    if len(entries) > 1:
+        raise InvalidRecordError("Produce requests with version 3 and above are only allowed "
+                                 "to contain exactly one record batch")
+
+
+def _check_entry(entry: Entry, topic: TopicConfig, from_client: bool) -> None:
+    """UnifiedLog.analyzeAndValidateRecords: base offset, size (the CRC was checked when read)."""
+    if from_client and isinstance(entry, RecordBatch) and entry.base_offset != 0:
+        raise InvalidRecordError(f"The baseOffset of the record batch in the append to a "
+                                 f"partition should be 0, but it is {entry.base_offset}",
+                                 position=entry.position)
+    if entry.size > topic.max_message_bytes:
+        raise RecordTooLargeError(f"The record batch size in the append is {entry.size} bytes "
+                                  f"which exceeds the maximum configured value of "
+                                  f"{topic.max_message_bytes}.", position=entry.position)
+
+
+def _check_batch(entry: Entry, topic: TopicConfig, from_client: bool) -> None:
+    """LogValidator.validateBatch."""
+    if not isinstance(entry, RecordBatch):
+        return
+    if from_client:
+        count, delta = entry.record_count, entry.last_offset_delta
+        if delta + 1 <= 0:
+            raise InvalidRecordError(f"Batch has an invalid offset range: [{entry.base_offset}, "
+                                     f"{entry.last_offset}]", position=entry.position)
+        if count <= 0:
+            raise InvalidRecordError(f"Batch has {count} records", position=entry.position)
+        if delta + 1 != count:
+            raise InvalidRecordError(f"Inconsistent batch offset range [{entry.base_offset}, "
+                                     f"{entry.last_offset}] and count of records {count}",
+                                     position=entry.position)
+        if entry.is_control:
+            raise InvalidRecordError("Clients are not allowed to write control records",
+                                     position=entry.position)
+        if entry.has_producer_id and entry.base_sequence < 0:
+            raise InvalidRecordError(f"Invalid sequence number {entry.base_sequence} in record "
+                                     f"batch with producerId {entry.producer_id}",
+                                     position=entry.position)
+    if entry.is_transactional and topic.magic < 2:
+        raise UnsupportedForMessageFormatError(
+            f"Transactional records cannot be used with magic version {topic.magic}",
+            position=entry.position)
+    if entry.has_producer_id and topic.magic < 2:
+        raise UnsupportedForMessageFormatError(
+            f"Idempotent records cannot be used with magic version {topic.magic}",
+            position=entry.position)
+
+
+def _check_records(first: Entry, records: Sequence[Record], topic: TopicConfig,
+                   now: int) -> None:
+    """LogValidator.validateRecord: keys of compacted topics, then timestamps."""
+    batch_log_append = first.timestamp_type == TimestampType.LOG_APPEND_TIME
+    for index, record in enumerate(records):
+        if topic.compact and record.key is None:
+            raise InvalidRecordError(f"Compacted topic cannot accept message without key in "
+                                     f"topic partition (record {index})")
+        if topic.timestamp_type == TimestampType.CREATE_TIME and record.timestamp != -1:
+            if (now - record.timestamp > topic.timestamp_before_max_ms
+                    or record.timestamp - now > topic.timestamp_after_max_ms):
+                raise InvalidTimestampError(
+                    f"Timestamp {record.timestamp} of message with offset {record.offset} is "
+                    f"out of range (record {index})")
+        elif batch_log_append:
+            raise InvalidTimestampError(f"Invalid timestamp type in message (record {index}). "
+                                        "Producer should not set timestamp type to LogAppendTime.")
+
+
+def _offsets_are_sequential(first: Entry, records: Sequence[Record]) -> bool:
+    """Whether a compressed batch's inner offsets are 0, 1, 2... (else Kafka rebuilds it)."""
+    base = records[0].offset if isinstance(first, LegacyBatch) else first.base_offset
+    return all(r.offset == base + i for i, r in enumerate(records))
+
+
+def _patch_in_place(entries: Sequence[Entry], records: Sequence[Record], next_offset: int,
+                    topic: TopicConfig, now: int, leader_epoch: int) -> bytes:
+    """Keep the client's bytes; set offsets, leader epoch, timestamp type, max timestamp, CRC."""
+    log_append = topic.timestamp_type == TimestampType.LOG_APPEND_TIME
+    out = bytearray()
+    offset = next_offset
+    for entry in entries:
+        raw = bytearray(entry.buffer)
+        if isinstance(entry, RecordBatch):
+            raw[0:8] = next_offset.to_bytes(8, "big", signed=True)
+            raw[12:16] = leader_epoch.to_bytes(4, "big", signed=True)
+            attributes = int.from_bytes(raw[21:23], "big") & ~0x08
+            if log_append:
+                attributes |= 0x08
+                max_ts = now
+            else:
+                max_ts = max(r.timestamp for r in records)
+            raw[21:23] = attributes.to_bytes(2, "big")
+            raw[35:43] = max_ts.to_bytes(8, "big", signed=True)
+            raw[17:21] = crc32c(raw[21:]).to_bytes(4, "big")
+        else:
+            count = len(entry.records()) if entry.is_compressed else 1
+            raw[0:8] = (offset + count - 1).to_bytes(8, "big", signed=True)
+            offset += count
+            if log_append:  # magic 1 (magic 0 is always rebuilt): stamp message or wrapper
+                raw[17] |= 0x08
+                raw[18:26] = now.to_bytes(8, "big", signed=True)
+            raw[12:16] = crc32(raw[16:]).to_bytes(4, "big")
+        out += raw
+    return bytes(out)
+
+
+def _rebuild(first: Entry, records: Sequence[Record], next_offset: int, topic: TopicConfig,
+             codec: Compression, now: int, leader_epoch: int) -> bytes:
+    """MemoryRecordsBuilder over the validated records, in the topic's magic and codec."""
+    v2_source = isinstance(first, RecordBatch)
+    log_append = topic.timestamp_type == TimestampType.LOG_APPEND_TIME
+    if topic.magic == 0:
+        ts_type = TimestampType.NO_TIMESTAMP_TYPE
+    else:
+        ts_type = topic.timestamp_type
+    options: dict[str, Any] = {}
+    if topic.magic == 2:
+        options = {"partition_leader_epoch": leader_epoch}
+        if v2_source:
+            options.update(producer_id=first.producer_id, producer_epoch=first.producer_epoch,
+                           base_sequence=first.base_sequence,
+                           is_transactional=first.is_transactional)
+    builder = BatchBuilder(magic=topic.magic, compression=codec, level=topic.level(codec),
+                           base_offset=next_offset, timestamp_type=ts_type,
+                           log_append_time=now if log_append and topic.magic else None, **options)
+    for i, record in enumerate(records):
+        builder.append(record.value, key=record.key,
+                       timestamp=record.timestamp if topic.magic else -1,
+                       headers=record.headers if topic.magic == 2 else (),
+                       offset=next_offset + i)
+    return builder.build()
+
+
+def _result(out: bytes, rebuilt: bool, topic: TopicConfig) -> ValidationResult:
+    if len(out) > topic.segment_bytes:
+        raise RecordListTooLargeError(f"Message batch size is {len(out)} bytes in append which "
+                                      f"exceeds the maximum configured segment size of "
+                                      f"{topic.segment_bytes}.")
+    first_offset, last_offset, max_ts, shallow, count = None, -1, -1, -1, 0
+    for entry in read_batches(out):
+        if entry.size > topic.max_message_bytes:
+            raise RecordTooLargeError(f"The converted batch of {entry.size} bytes exceeds "
+                                      f"max.message.bytes {topic.max_message_bytes}")
+        for record in entry:
+            first_offset = record.offset if first_offset is None else first_offset
+            count += 1
+            if record.timestamp > max_ts:
+                max_ts, shallow = record.timestamp, entry.last_offset
+        last_offset = entry.last_offset
+    return ValidationResult(out, first_offset if first_offset is not None else 0, last_offset,
+                            max_ts, shallow, rebuilt, count)
+
+
+__all__ = ["ValidationResult", "validate"]

@@ -1,0 +1,204 @@
+"""kcodec.validate: the broker's checks on produced data, one test per rule and error code."""
+
+from __future__ import annotations
+
+import pytest
+
+import kcodec
+from kcodec import Compression, ControlType, TimestampType, TopicConfig, ProducerConfig
+from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError,
+                           InvalidTimestampError, RecordListTooLargeError, RecordTooLargeError,
+                           UnsupportedCompressionTypeError, UnsupportedForMessageFormatError)
+
+NOW = 1700000000000
+
+
+def produce(n: int = 3, codec: str = "none", ts: int = NOW, keys: bool = True,
+            magic: int = 2, **options: object) -> bytes:
+    builder = kcodec.BatchBuilder(magic=magic, compression=codec, **options)  # type: ignore[arg-type]
+    for i in range(n):
+        builder.append(b"v%d" % i, key=b"k%d" % i if keys else None, timestamp=ts + i)
+    return builder.build()
+
+
+def test_in_place_assignment_keeps_the_clients_bytes() -> None:
+    data = produce(3, "lz4", producer_id=4, producer_epoch=0, base_sequence=0)
+    result = kcodec.validate(data, next_offset=1000, now=NOW + 50, partition_leader_epoch=6)
+    assert not result.rebuilt
+    assert (result.first_offset, result.last_offset, result.record_count) == (1000, 1002, 3)
+    assert result.max_timestamp == NOW + 2 and result.shallow_offset_of_max_timestamp == 1002
+    (batch,) = kcodec.read_batches(result.records)
+    assert batch.is_valid() and batch.partition_leader_epoch == 6
+    assert bytes(batch.buffer)[61:] == data[61:]  # records untouched
+    assert [r.offset for r in batch] == [1000, 1001, 1002]
+
+
+def test_log_append_time_is_stamped() -> None:
+    config = {"message.timestamp.type": "LogAppendTime"}
+    result = kcodec.validate(produce(2, "gzip"), next_offset=5, config=config, now=NOW + 777)
+    (batch,) = kcodec.read_batches(result.records)
+    assert batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+    assert [r.timestamp for r in batch] == [NOW + 777] * 2 and result.max_timestamp == NOW + 777
+
+
+def test_topic_codec_recompresses() -> None:
+    result = kcodec.validate(produce(5, "snappy"), next_offset=0, now=NOW,
+                             config={"compression.type": "zstd", "compression.zstd.level": "7"})
+    assert result.rebuilt
+    (batch,) = kcodec.read_batches(result.records)
+    assert batch.compression == Compression.ZSTD and [r.value for r in batch][-1] == b"v4"
+    kept = kcodec.validate(produce(5, "snappy"), next_offset=0, now=NOW,
+                           config={"compression.type": "producer"})
+    assert not kept.rebuilt
+    plain = kcodec.validate(produce(5, "gzip"), next_offset=0, now=NOW,
+                            config={"compression.type": "uncompressed"})
+    assert next(kcodec.read_batches(plain.records)).compression == Compression.NONE
+
+
+def test_wrong_inner_offsets_are_silently_rebuilt() -> None:
+    builder = kcodec.BatchBuilder(compression="gzip")
+    builder.append(b"a", timestamp=NOW, offset=0)
+    builder.append(b"b", timestamp=NOW, offset=1)
+    data = bytearray(builder.build())
+    result = kcodec.validate(data, next_offset=10, now=NOW)
+    assert not result.rebuilt  # 0, 1: in place
+    legacy = kcodec.BatchBuilder(magic=1, compression="gzip")
+    legacy.append(b"a", timestamp=NOW, offset=0)
+    legacy.append(b"b", timestamp=NOW, offset=3)  # a gap: Kafka rebuilds
+    result = kcodec.validate(legacy.build(), next_offset=10, now=NOW, config={"message.format.version": "0.10.2"})
+    assert result.rebuilt and [r.offset for e in kcodec.read_batches(result.records) for r in e] == [10, 11]
+
+
+def test_up_conversion_of_legacy_produce() -> None:
+    result = kcodec.validate(produce(4, "lz4", magic=1), next_offset=20, now=NOW)
+    assert result.rebuilt
+    (batch,) = kcodec.read_batches(result.records)
+    assert batch.magic == 2 and batch.compression == Compression.LZ4
+    assert [r.offset for r in batch] == [20, 21, 22, 23]
+
+
+# ---- one rejection per rule -------------------------------------------------------------
+
+def test_corrupt_message_2() -> None:
+    data = bytearray(produce())
+    data[-1] ^= 1
+    with pytest.raises(ChecksumError) as info:
+        kcodec.validate(data, next_offset=0, now=NOW)
+    assert info.value.error_code == 2
+    with pytest.raises(CorruptRecordError):
+        kcodec.validate(produce() + bytes(12), next_offset=0, now=NOW)
+
+
+def test_message_too_large_10() -> None:
+    with pytest.raises(RecordTooLargeError) as info:
+        kcodec.validate(produce(50), next_offset=0, now=NOW, config={"max.message.bytes": "500"})
+    assert info.value.error_code == 10
+
+
+def test_record_list_too_large_18() -> None:
+    with pytest.raises(RecordListTooLargeError) as info:
+        kcodec.validate(produce(50), next_offset=0, now=NOW, config={"segment.bytes": "300"})
+    assert info.value.error_code == 18
+
+
+@pytest.mark.parametrize(("ts", "key"), [(NOW - 10_000, "message.timestamp.before.max.ms"),
+                                         (NOW + 10_000, "message.timestamp.after.max.ms"),
+                                         (NOW - 10_000, "message.timestamp.difference.max.ms")])
+def test_invalid_timestamp_32(ts: int, key: str) -> None:
+    with pytest.raises(InvalidTimestampError) as info:
+        kcodec.validate(produce(ts=ts), next_offset=0, now=NOW, config={key: "5000"})
+    assert info.value.error_code == 32
+    kcodec.validate(produce(ts=ts), next_offset=0, now=NOW, config={key: "50000"})
+
+
+def test_log_append_time_set_by_a_producer_is_32() -> None:
+    data = produce(timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=NOW)
+    with pytest.raises(InvalidTimestampError, match="LogAppendTime"):
+        kcodec.validate(data, next_offset=0, now=NOW,
+                        config={"message.timestamp.type": "LogAppendTime"})
+
+
+def test_transactional_on_old_format_is_43() -> None:
+    data = produce(producer_id=1, producer_epoch=0, base_sequence=0, is_transactional=True)
+    with pytest.raises(UnsupportedForMessageFormatError) as info:
+        kcodec.validate(data, next_offset=0, now=NOW, config={"message.format.version": "0.10.2"})
+    assert info.value.error_code == 43
+
+
+def test_zstd_rules_are_76() -> None:
+    with pytest.raises(UnsupportedCompressionTypeError) as info:
+        kcodec.validate(produce(codec="zstd"), next_offset=0, now=NOW, produce_version=6)
+    assert info.value.error_code == 76
+    kcodec.validate(produce(codec="zstd"), next_offset=0, now=NOW, produce_version=7)
+    with pytest.raises(UnsupportedCompressionTypeError):
+        kcodec.validate(produce(codec="gzip"), next_offset=0, now=NOW,
+                        config={"compression.type": "zstd", "message.format.version": "0.10"})
+
+
+def test_invalid_record_87_rules() -> None:
+    with pytest.raises(InvalidRecordError, match="baseOffset"):
+        kcodec.validate(produce(base_offset=5), next_offset=0, now=NOW)
+    with pytest.raises(InvalidRecordError, match="exactly one"):
+        kcodec.validate(produce() + produce(), next_offset=0, now=NOW, produce_version=3)
+    with pytest.raises(InvalidRecordError, match="magic version 2"):
+        kcodec.validate(produce(magic=1), next_offset=0, now=NOW, produce_version=3)
+    with pytest.raises(InvalidRecordError, match="more than one batch"):
+        kcodec.validate(produce() + produce(), next_offset=0, now=NOW)
+    with pytest.raises(InvalidRecordError, match="same magic"):
+        kcodec.validate(produce(magic=0) + produce(magic=1), next_offset=0, now=NOW)
+    with pytest.raises(InvalidRecordError, match="control"):
+        kcodec.validate(kcodec.BatchBuilder.end_txn_marker(
+            ControlType.COMMIT, producer_id=1, producer_epoch=0, coordinator_epoch=0,
+            timestamp=NOW), next_offset=0, now=NOW)
+    with pytest.raises(InvalidRecordError, match="sequence"):
+        kcodec.validate(produce(producer_id=3, producer_epoch=0), next_offset=0, now=NOW)
+    with pytest.raises(InvalidRecordError, match="without key"):
+        kcodec.validate(produce(keys=False), next_offset=0, now=NOW,
+                        config={"cleanup.policy": "compact"})
+    gappy = kcodec.BatchBuilder()
+    gappy.append(b"a", timestamp=NOW, offset=0)
+    gappy.append(b"b", timestamp=NOW, offset=2)
+    with pytest.raises(InvalidRecordError, match="Inconsistent"):
+        kcodec.validate(gappy.build(), next_offset=0, now=NOW)
+    assert InvalidRecordError.error_code == 87
+
+
+def test_replication_skips_the_client_checks() -> None:
+    data = produce(base_offset=5)
+    result = kcodec.validate(data, next_offset=5, now=NOW, from_client=False)
+    assert result.first_offset == 5
+
+
+# ---- configuration in Kafka's words ----------------------------------------------------------
+
+def test_topic_config_keys() -> None:
+    config = TopicConfig.from_properties({
+        "compression.type": "lz4", "compression.lz4.level": "12",
+        "message.timestamp.type": "LogAppendTime", "message.timestamp.difference.max.ms": "100",
+        "message.timestamp.after.max.ms": "50", "cleanup.policy": "compact,delete",
+        "message.format.version": "0.10.2-IV0", "max.message.bytes": 1000})
+    assert config.target_codec(Compression.GZIP) == Compression.LZ4
+    assert config.level(Compression.LZ4) == 12 and config.compact and config.magic == 1
+    assert (config.timestamp_before_max_ms, config.timestamp_after_max_ms) == (100, 50)
+    assert config.timestamp_type == TimestampType.LOG_APPEND_TIME
+    assert TopicConfig().target_codec(Compression.SNAPPY) == Compression.SNAPPY  # producer
+    for bad in ({"compression.type": "none"}, {"compression.type": "brotli"},
+                {"compression.gzip.level": "12"}, {"no.such.key": "1"}):
+        with pytest.raises(ValueError):
+            TopicConfig.from_properties(bad)
+
+
+def test_producer_config_and_the_original_design() -> None:
+    assert ProducerConfig.from_properties({"compression.type": "zstd",
+                                           "compression.zstd.level": "-3"}).level(
+        Compression.ZSTD) == -3
+    legacy_all = ProducerConfig.from_properties({"compression.codec": "2"})
+    assert legacy_all.codec_for("any-topic") == Compression.SNAPPY
+    legacy_some = ProducerConfig.from_properties({"compression.codec": "1",
+                                                  "compressed.topics": "orders, clicks"})
+    assert legacy_some.codec_for("orders") == Compression.GZIP
+    assert legacy_some.codec_for("audit") == Compression.NONE
+    for bad in ({"compression.codec": "4"}, {"compression.type": "producer"},
+                {"compression.type": "gzip", "compression.codec": "1"}):
+        with pytest.raises(ValueError):
+            ProducerConfig.from_properties(bad)
