@@ -222,11 +222,15 @@ cdef class LegacyBatch:
         return self.compute_crc() == self._m.crc
 
     def ensure_valid(self):
-        cdef uint32_t computed = self.compute_crc()
+        self._ensure_valid()
+
+    cdef int _ensure_valid(self) except -1:
+        cdef uint32_t computed = _crc32(self._p + CRC_START, self.size - CRC_START)
         if computed != self._m.crc:
             raise ChecksumError(
                 f"Record is corrupt (stored crc = {self._m.crc}, computed crc = {computed})",
                 position=self.position, stored=self._m.crc, computed=computed)
+        return 0
 
     def __iter__(self):
         return iter(self.records())
@@ -329,5 +333,5 @@ cdef object make_legacy_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t s
     b._validate_crc = validate_crc
     _parse(b._p, size, &b._m, position)
     if validate_crc:
-        b.ensure_valid()
+        b._ensure_valid()
     return b

@@ -10,7 +10,7 @@ import pytest
 from .conftest import ROOT
 
 
-@pytest.mark.parametrize("name", ["bench_records.py", "bench_codecs.py"])
+@pytest.mark.parametrize("name", ["bench_records.py", "bench_codecs.py", "bench_legacy.py"])
 def test_bench_quick(name: str) -> None:
     script = ROOT / "bench" / name
     if not script.exists():

@@ -112,3 +112,28 @@ def test_snappy_java_chunked_stream() -> None:
     folder = shared_path("testdata", "kafka-wire", "kafka-rust__kafka-rust")
     stream = (folder / "fetch1.snappy.chunked.4k").read_bytes()
     assert kcodec.decompress("snappy", stream) == (folder / "fetch1.txt").read_bytes()
+
+
+@pytest.mark.parametrize("name", ["fetch1.mytopic.1p.nocompression.kafka.0821",
+                                  "fetch1.mytopic.1p.gzip.kafka.0821",
+                                  "fetch1.mytopic.1p.snappy.kafka.0821",
+                                  "fetch1.mytopic.1p.snappy.kafka.0822"])
+def test_broker_written_magic0_message_sets(name: str) -> None:
+    folder = shared_path("testdata", "kafka-wire", "kafka-rust__kafka-rust")
+    entries = list(kcodec.read_batches((folder / f"{name}.records.bin").read_bytes()))
+    assert {e.magic for e in entries} == {0}
+    records = [r for e in entries for r in e]
+    assert [r.value for r in records] == (folder / "fetch1.txt").read_bytes().splitlines()
+    assert [r.offset for r in records] == list(range(42))
+    assert all(r.timestamp == -1 and r.key is None for r in records)
+
+
+def test_broker_written_invalid_crc() -> None:
+    folder = shared_path("testdata", "kafka-wire", "kafka-rust__kafka-rust")
+    bad = (folder / "fetch2.mytopic.nocompression.invalid_crc.kafka.0900.records.bin").read_bytes()
+    good = (folder / "fetch2.mytopic.nocompression.kafka.0900.records.bin").read_bytes()
+    with pytest.raises(kcodec.errors.ChecksumError):
+        list(kcodec.read_batches(bad))
+    assert [e.is_valid() for e in kcodec.read_batches(bad, validate_crc=False)] == [False]
+    assert [r.value for e in kcodec.read_batches(good) for r in e] == \
+        [(folder / "fetch2.txt").read_bytes().rstrip(b"\n")]

@@ -1,0 +1,128 @@
+"""Magic 0 and 1 message sets, and conversion, against the peers.
+
+Reading and writing 1000 legacy messages (16-byte keys, 100 B values), plain and as one gzip
+or lz4 wrapper, with kcodec, kafka-python and aiokafka (which reads and writes magic 0/1
+but not magic-0 LZ4); and kcodec.convert throughput between magic 2 and magics 1 and 0.
+
+    python bench/bench_legacy.py [--rounds N] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Records, interleaved, print_table, sample_records  # noqa: E402
+
+import kcodec  # noqa: E402
+
+CODEC_IDS = {"none": 0, "gzip": 1, "lz4": 3}
+
+
+def kcodec_build(records: Records, magic: int, codec: str) -> bytes:
+    builder = kcodec.BatchBuilder(magic=magic, compression=codec)
+    for key, value, ts in records:
+        builder.append(value, key=key, timestamp=ts)
+    return builder.build()
+
+
+def kcodec_read(data: bytes) -> None:
+    for entry in kcodec.read_batches(data):
+        for r in entry:
+            r.value
+
+
+def entries(data: bytes) -> list[bytes]:
+    out, pos = [], 0
+    while pos < len(data):
+        size = 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+        out.append(data[pos:pos + size])
+        pos += size
+    return out
+
+
+def aiokafka_build(records: Records, magic: int, codec: str) -> bytearray:
+    from aiokafka.record._crecords import LegacyRecordBatchBuilder
+    builder = LegacyRecordBatchBuilder(magic, CODEC_IDS[codec], 1 << 30)
+    for i, (key, value, ts) in enumerate(records):
+        builder.append(i, ts, key, value)
+    return builder.build()
+
+
+def aiokafka_read(parts: list[bytes], magic: int) -> None:
+    from aiokafka.record._crecords import LegacyRecordBatch
+    for part in parts:
+        entry = LegacyRecordBatch(part, magic)
+        entry.validate_crc()
+        for r in entry:
+            r.value
+
+
+def kafka_python_build(records: Records, magic: int, codec: str) -> bytearray:
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+    builder = LegacyRecordBatchBuilder(magic, CODEC_IDS[codec], 1 << 30)
+    for i, (key, value, ts) in enumerate(records):
+        builder.append(i, ts, key, value)
+    return builder.build()
+
+
+def kafka_python_read(parts: list[bytes], magic: int) -> None:
+    from kafka.record.legacy_records import LegacyRecordBatch
+    for part in parts:
+        entry = LegacyRecordBatch(part, magic)
+        entry.validate_crc()
+        for r in entry:
+            r.value
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    rounds = 3 if args.quick else args.rounds
+    records = sample_records(1000, 100)
+    rows = []
+    for magic in (0, 1):
+        for codec in CODEC_IDS:
+            data = kcodec_build(records, magic, codec)
+            parts = entries(data)
+            case = f"m{magic} {codec}"
+            read = {"kcodec": lambda: kcodec_read(data),
+                    "kafka-python": lambda: kafka_python_read(parts, magic)}
+            build = {"kcodec": lambda: kcodec_build(records, magic, codec),
+                     "kafka-python": lambda: kafka_python_build(records, magic, codec)}
+            if not (magic == 0 and codec == "lz4"):  # aiokafka has no magic-0 LZ4
+                read["aiokafka"] = lambda: aiokafka_read(parts, magic)
+                build["aiokafka"] = lambda: aiokafka_build(records, magic, codec)
+            for op, contenders in (("read", read), ("build", build)):
+                medians = interleaved(contenders, rounds)
+                for name, seconds in medians.items():
+                    ratio = None if name == "kcodec" else seconds / medians["kcodec"]
+                    rows.append((f"{op} {case}", name, seconds, ratio,
+                                 f"{1000 / seconds / 1e6:.2f} M rec/s"))
+    v2 = kcodec.BatchBuilder(compression="lz4")
+    for key, value, ts in records:
+        v2.append(value, key=key, timestamp=ts)
+    v2_data = v2.build()
+    v1_data = kcodec.convert(v2_data, magic=1)
+    conversions = {
+        "2 -> 1 (lz4)": lambda: kcodec.convert(v2_data, magic=1),
+        "2 -> 0 (lz4)": lambda: kcodec.convert(v2_data, magic=0, on_loss="ignore"),
+        "1 -> 2 (lz4)": lambda: kcodec.convert(v1_data, magic=2),
+        "2 -> 2 lz4 -> zstd": lambda: kcodec.convert(v2_data, magic=2, compression="zstd"),
+    }
+    medians = interleaved(conversions, rounds)
+    for name, seconds in medians.items():
+        rows.append((f"convert {name}", "kcodec", seconds, None,
+                     f"{1000 / seconds / 1e6:.2f} M rec/s"))
+    print(f"kcodec {kcodec.__version__}: 1000 messages, 16 B keys, 100 B values, "
+          f"{rounds} interleaved rounds, medians")
+    print_table("magic 0 and 1; conversion", rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
