@@ -31,8 +31,7 @@ from kcodec._native cimport (KC_ERR_EOF, KC_ERR_HEADER_COUNT, KC_ERR_HEADER_KEY,
 from kcodec.constants import Compression, ControlType, TimestampType
 from kcodec.codecs import decompress_to_scratch as _decompress_to_scratch
 from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
-                           NotSupportedError, RecordTooLargeError,
-                           UnsupportedCompressionTypeError)
+                           RecordTooLargeError, UnsupportedCompressionTypeError)
 
 cdef object _CONTROL_TYPES = {int(t): t for t in ControlType}
 cdef object _UNKNOWN_CONTROL = ControlType.UNKNOWN

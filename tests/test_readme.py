@@ -1,0 +1,22 @@
+"""The README's tour runs as written."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import pytest
+
+from .conftest import ROOT
+
+
+def test_readme_python_blocks_run() -> None:
+    readme = ROOT / "README.md"
+    if not readme.exists():
+        pytest.skip("needs the source checkout")
+    code = "\n".join(re.findall(r"```python\n(.*?)```", readme.read_text(), re.S))
+    # the error example reads a buffer it calls `corrupted`
+    code = code.replace("kcodec.read_batches(corrupted)", "kcodec.read_batches(data[:-1] + b'!')")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(code, str(readme), "exec"), {"print": lambda *args, **kwargs: None})
