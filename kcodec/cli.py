@@ -25,21 +25,20 @@ def sample_events(count: int, start_ms: int) -> list[tuple[bytes, bytes, int, li
     return events
 
 
-def demo(args: argparse.Namespace) -> int:
-    """Build sample batches (plain, idempotent, transactional with a COMMIT marker) and read them."""
-    start = 1_700_000_000_000
-    events = sample_events(args.records, start)
-    chunks = [events[i:i + args.batch_size] for i in range(0, len(events), args.batch_size)]
+def _batches(events: list[tuple[bytes, bytes, int, list[tuple[str, bytes]]]], batch_size: int,
+             codec: str) -> tuple[bytes, int]:
+    """Sample batches (plain, idempotent, transactional with COMMIT markers) in one codec."""
     out = bytearray()
-    offset = 0
-    began = time.perf_counter()
-    for n, chunk in enumerate(chunks):
+    offset = markers = 0
+    for n, start in enumerate(range(0, len(events), batch_size)):
         transactional = n % 3 == 2
-        builder = kcodec.BatchBuilder(base_offset=offset, producer_id=1000 if n % 3 else -1,
-                                      producer_epoch=0 if n % 3 else -1,
-                                      base_sequence=offset if n % 3 else -1,
+        producer = n % 3 != 0
+        builder = kcodec.BatchBuilder(compression=codec, base_offset=offset,
+                                      producer_id=1000 if producer else -1,
+                                      producer_epoch=0 if producer else -1,
+                                      base_sequence=offset if producer else -1,
                                       is_transactional=transactional)
-        for key, value, ts, headers in chunk:
+        for key, value, ts, headers in events[start:start + batch_size]:
             builder.append(value, key=key, timestamp=ts, headers=headers)
         out += builder.build()
         offset = builder.next_offset
@@ -48,29 +47,42 @@ def demo(args: argparse.Namespace) -> int:
                 ControlType.COMMIT, producer_id=1000, producer_epoch=0, coordinator_epoch=1,
                 base_offset=offset, timestamp=ts)
             offset += 1
-    built = time.perf_counter() - began
+            markers += 1
+    return bytes(out), markers
 
-    began = time.perf_counter()
-    batches = data_records = markers = 0
-    first = last = None
-    for batch in kcodec.read_batches(out):
-        batches += 1
-        for record in batch:
-            if batch.is_control:
-                markers += 1
-                continue
-            data_records += 1
-            first = first or record
-            last = record
-    read = time.perf_counter() - began
 
+def demo(args: argparse.Namespace) -> int:
+    """Build sample batches in every codec, read them back, convert and validate them."""
+    events = sample_events(args.records, 1_700_000_000_000)
+    raw_size = sum(len(k) + len(v) for k, v, _, _ in events)
     print(f"kcodec {kcodec.__version__} demo (crc32c backend: {kcodec.crc32c_backend()})")
-    print(f"built {batches} batches, {len(out)} bytes: {data_records} records in batches of up to "
-          f"{args.batch_size}, {markers} COMMIT markers ({built * 1e3:.1f} ms)")
-    print(f"read them back, every CRC checked ({read * 1e3:.1f} ms)")
-    if first is not None and last is not None:
-        print(f"first record: offset {first.offset}, key {first.key!r}, value {first.value!r}")
-        print(f"last record:  offset {last.offset}, headers {last.headers!r}")
+    print(f"{len(events)} JSON-like events, {raw_size} bytes of keys and values, "
+          f"batches of {args.batch_size}")
+    print(f"{'codec':<7} {'bytes':>9} {'ratio':>6} {'build ms':>9} {'read ms':>8}  records")
+    plain = b""
+    for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
+        began = time.perf_counter()
+        data, markers = _batches(events, args.batch_size, codec)
+        built = time.perf_counter() - began
+        began = time.perf_counter()
+        records = sum(1 for batch in kcodec.read_batches(data) for record in batch
+                      if not batch.is_control)
+        read = time.perf_counter() - began
+        print(f"{codec:<7} {len(data):>9} {raw_size / len(data):>6.2f} {built * 1e3:>9.1f} "
+              f"{read * 1e3:>8.1f}  {records} (+{markers} COMMIT markers)")
+        plain = plain or data
+    first = next(iter(next(kcodec.read_batches(plain))))
+    print(f"first record: offset {first.offset}, key {first.key!r}, headers {first.headers!r}")
+    old, report = kcodec.convert(plain, magic=1, compression="gzip", on_loss="ignore",
+                                 report=True)
+    print(f"for a magic-1 consumer: {len(old)} bytes of gzip wrappers; "
+          f"{'; '.join(report.losses())}")
+    single = next(kcodec.read_batches(plain)).buffer
+    result = kcodec.validate(bytes(single), next_offset=5000, now=1_700_000_100_000,
+                             config={"compression.type": "lz4"})
+    print(f"validated as a broker with compression.type=lz4: offsets {result.first_offset}-"
+          f"{result.last_offset}, {'rebuilt' if result.rebuilt else 'patched in place'}, "
+          f"{len(result.records)} bytes")
     return 0
 
 
