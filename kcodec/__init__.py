@@ -21,6 +21,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
 
 from kcodec import codecs, errors
 from kcodec.codecs import compress, decompress
+from kcodec.columnar import decode_arrow, decode_columns, iter_arrow
 from kcodec.config import ProducerConfig, TopicConfig
 from kcodec.convert import ConversionReport, LossyConversionWarning, convert
 from kcodec.validator import ValidationResult, validate
@@ -49,6 +50,8 @@ __all__ = [
     "crc32",
     "crc32c",
     "crc32c_backend",
+    "decode_arrow",
+    "decode_columns",
     "decode_varint",
     "decompress",
     "decode_varlong",
@@ -56,6 +59,7 @@ __all__ = [
     "encode_varint",
     "encode_varlong",
     "errors",
+    "iter_arrow",
     "read_batches",
     "validate",
 ]

@@ -1,6 +1,6 @@
 # The C boundary: declarations of the headers in csrc/. Every loop over bytes
 # that does not create Python objects lives there; the .pyx modules call it.
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 
 cdef extern from "crc32c.h" nogil:
@@ -61,3 +61,73 @@ cdef extern from "record.h" nogil:
     kc_status kc_scan_record(const uint8_t **p, const uint8_t *limit, int has_attributes,
                              int strict, kc_record *r)
     kc_status kc_scan_header(const uint8_t **p, const uint8_t *end, kc_header *h, int strict)
+
+
+cdef extern from "columns.h" nogil:
+    ctypedef struct kc_buf:
+        uint8_t *data
+        size_t len
+        size_t cap
+
+    enum:
+        KC_COL_OFFSET
+        KC_COL_TIMESTAMP
+        KC_COL_KEY
+        KC_COL_VALUE
+        KC_COL_HEADERS
+        KC_COL_BATCH
+        KC_ERR_MEMORY
+
+    ctypedef struct kc_columns:
+        unsigned want
+        int64_t n
+        int64_t n_headers
+        kc_buf offset
+        kc_buf timestamp
+        kc_buf timestamp_type
+        kc_buf key_offsets
+        kc_buf key_data
+        kc_buf key_valid
+        kc_buf value_offsets
+        kc_buf value_data
+        kc_buf value_valid
+        kc_buf header_offsets
+        kc_buf header_key_offsets
+        kc_buf header_key_data
+        kc_buf header_value_offsets
+        kc_buf header_value_data
+        kc_buf header_value_valid
+        kc_buf magic
+        kc_buf compression
+        kc_buf producer_id
+        kc_buf producer_epoch
+        kc_buf sequence
+        kc_buf is_transactional
+        kc_buf is_control
+
+    ctypedef struct kc_batch_info:
+        int64_t base_offset
+        int64_t base_timestamp
+        int64_t max_timestamp
+        int64_t producer_id
+        int32_t base_sequence
+        int16_t producer_epoch
+        int8_t magic
+        int8_t compression
+        int8_t timestamp_type
+        uint8_t is_transactional
+        uint8_t is_control
+        int strict
+        int64_t offset_lo
+        int64_t offset_hi
+        int64_t timestamp_lo
+        int64_t timestamp_hi
+
+    int kc_columns_init(kc_columns *c, unsigned want)
+    int kc_columns_reserve(kc_columns *c, size_t records, size_t nbytes)
+    void kc_columns_free(kc_columns *c)
+    int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p,
+                          const uint8_t *end, int32_t count, const uint8_t **err_at)
+    int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
+                         const uint8_t *key, int64_t key_len, const uint8_t *value,
+                         int64_t value_len, int32_t sequence)

@@ -21,7 +21,7 @@ def test_mypy_strict_on_package_and_tests() -> None:
 def test_stubs_match_the_compiled_modules() -> None:
     modules = ["kcodec._batch", "kcodec._builder", "kcodec._crc32c", "kcodec._varint",
                "kcodec._scratch", "kcodec._frames",
-               "kcodec._record", "kcodec._legacy"]
+               "kcodec._record", "kcodec._legacy", "kcodec._columns"]
     allowlist = ROOT / "tests" / "stubtest-allowlist.txt"
     proc = subprocess.run([sys.executable, "-m", "mypy.stubtest", *modules,
                            "--ignore-missing-stub", "--allowlist", str(allowlist)],

@@ -1,0 +1,223 @@
+/* Columnar decoding of v2 records; see columns.h. */
+#include "columns.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int buf_reserve(kc_buf *b, size_t extra)
+{
+    size_t need = b->len + extra;
+    if (need <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need)
+        cap *= 2;
+    uint8_t *data = realloc(b->data, cap);
+    if (data == NULL)
+        return -1;
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+#define PUT(buf, type, value)                                        \
+    do {                                                             \
+        type put_value_ = (type)(value);                             \
+        memcpy((buf).data + (buf).len, &put_value_, sizeof(type));   \
+        (buf).len += sizeof(type);                                   \
+    } while (0)
+
+static inline int64_t last_i64(const kc_buf *b)
+{
+    int64_t v;
+    memcpy(&v, b->data + b->len - sizeof v, sizeof v);
+    return v;
+}
+
+int kc_columns_init(kc_columns *c, unsigned want)
+{
+    memset(c, 0, sizeof *c);
+    c->want = want;
+    kc_buf *offsets[] = {&c->key_offsets, &c->value_offsets, &c->header_offsets,
+                         &c->header_key_offsets, &c->header_value_offsets};
+    for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
+        if (buf_reserve(offsets[i], sizeof(int64_t)) < 0)
+            return -1;
+        PUT(*offsets[i], int64_t, 0);
+    }
+    return 0;
+}
+
+void kc_columns_free(kc_columns *c)
+{
+    kc_buf *all[] = {&c->offset, &c->timestamp, &c->timestamp_type, &c->key_offsets,
+                     &c->key_data, &c->key_valid, &c->value_offsets, &c->value_data,
+                     &c->value_valid, &c->header_offsets, &c->header_key_offsets,
+                     &c->header_key_data, &c->header_value_offsets, &c->header_value_data,
+                     &c->header_value_valid, &c->magic, &c->compression, &c->producer_id,
+                     &c->producer_epoch, &c->sequence, &c->is_transactional, &c->is_control};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        free(all[i]->data);
+        all[i]->data = NULL;
+        all[i]->len = all[i]->cap = 0;
+    }
+}
+
+/* Room for `records` more records whose variable-length data is at most `bytes`. */
+int kc_columns_reserve(kc_columns *c, size_t records, size_t bytes);
+static int reserve_records(kc_columns *c, size_t records, size_t bytes)
+{
+    unsigned w = c->want;
+    int r = 0;
+    if (w & KC_COL_OFFSET)
+        r |= buf_reserve(&c->offset, 8 * records);
+    if (w & KC_COL_TIMESTAMP)
+        r |= buf_reserve(&c->timestamp, 8 * records) | buf_reserve(&c->timestamp_type, records);
+    if (w & KC_COL_KEY)
+        r |= buf_reserve(&c->key_offsets, 8 * records) | buf_reserve(&c->key_valid, records) |
+             buf_reserve(&c->key_data, bytes);
+    if (w & KC_COL_VALUE)
+        r |= buf_reserve(&c->value_offsets, 8 * records) | buf_reserve(&c->value_valid, records) |
+             buf_reserve(&c->value_data, bytes);
+    if (w & KC_COL_HEADERS)
+        r |= buf_reserve(&c->header_offsets, 8 * records);
+    if (w & KC_COL_BATCH)
+        r |= buf_reserve(&c->magic, records) | buf_reserve(&c->compression, records) |
+             buf_reserve(&c->producer_id, 8 * records) |
+             buf_reserve(&c->producer_epoch, 2 * records) |
+             buf_reserve(&c->sequence, 4 * records) |
+             buf_reserve(&c->is_transactional, records) | buf_reserve(&c->is_control, records);
+    return r ? -1 : 0;
+}
+
+int kc_columns_reserve(kc_columns *c, size_t records, size_t bytes)
+{
+    return reserve_records(c, records, bytes);
+}
+
+static inline void put_span(kc_buf *offsets, kc_buf *data, kc_buf *valid, const uint8_t *p,
+                            int64_t n)
+{
+    int64_t end = last_i64(offsets);
+    if (p != NULL) {
+        memcpy(data->data + data->len, p, (size_t)n);
+        data->len += (size_t)n;
+        end += n;
+    }
+    PUT(*offsets, int64_t, end);
+    valid->data[valid->len++] = p != NULL;
+}
+
+static inline int32_t increment_sequence(int32_t sequence, int32_t increment)
+{
+    if (sequence > (int32_t)((uint32_t)INT32_MAX - (uint32_t)increment))
+        return (int32_t)((uint32_t)increment - ((uint32_t)INT32_MAX - (uint32_t)sequence) - 1);
+    return (int32_t)((uint32_t)sequence + (uint32_t)increment);
+}
+
+static int put_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
+                      const uint8_t *key, int64_t key_len, const uint8_t *value,
+                      int64_t value_len, int32_t sequence)
+{
+    unsigned w = c->want;
+    if (w & KC_COL_OFFSET)
+        PUT(c->offset, int64_t, offset);
+    if (w & KC_COL_TIMESTAMP) {
+        PUT(c->timestamp, int64_t, timestamp);
+        PUT(c->timestamp_type, int8_t, b->timestamp_type);
+    }
+    if (w & KC_COL_KEY)
+        put_span(&c->key_offsets, &c->key_data, &c->key_valid, key, key_len);
+    if (w & KC_COL_VALUE)
+        put_span(&c->value_offsets, &c->value_data, &c->value_valid, value, value_len);
+    if (w & KC_COL_BATCH) {
+        PUT(c->magic, int8_t, b->magic);
+        PUT(c->compression, int8_t, b->compression);
+        PUT(c->producer_id, int64_t, b->producer_id);
+        PUT(c->producer_epoch, int16_t, b->producer_epoch);
+        PUT(c->sequence, int32_t, sequence);
+        PUT(c->is_transactional, uint8_t, b->is_transactional);
+        PUT(c->is_control, uint8_t, b->is_control);
+    }
+    c->n++;
+    return 0;
+}
+
+static int put_headers(kc_columns *c, const kc_record *r, int strict)
+{
+    const uint8_t *q = r->headers;
+    size_t room = (size_t)(r->end - r->headers);
+    if (buf_reserve(&c->header_key_offsets, 8 * (size_t)r->header_count) < 0 ||
+        buf_reserve(&c->header_value_offsets, 8 * (size_t)r->header_count) < 0 ||
+        buf_reserve(&c->header_value_valid, (size_t)r->header_count) < 0 ||
+        buf_reserve(&c->header_key_data, room) < 0 || buf_reserve(&c->header_value_data, room) < 0)
+        return -1;
+    for (int32_t i = 0; i < r->header_count; i++) {
+        kc_header h;
+        if (kc_scan_header(&q, r->end, &h, strict) != KC_OK)
+            return -1;  /* not reached: kc_scan_record checked every header */
+        int64_t key_end = last_i64(&c->header_key_offsets) + h.key_len;
+        memcpy(c->header_key_data.data + c->header_key_data.len, h.key, (size_t)h.key_len);
+        c->header_key_data.len += (size_t)h.key_len;
+        PUT(c->header_key_offsets, int64_t, key_end);
+        put_span(&c->header_value_offsets, &c->header_value_data, &c->header_value_valid,
+                 h.value, h.value_len);
+    }
+    c->n_headers += r->header_count;
+    return 0;
+}
+
+int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
+                      int32_t count, const uint8_t **err_at)
+{
+    if (count <= 0)
+        return KC_OK;
+    if (reserve_records(c, (size_t)count, (size_t)(end - p)) < 0)
+        return KC_ERR_MEMORY;
+    int log_append = b->timestamp_type == 1;
+    for (int32_t i = 0; i < count; i++) {
+        kc_record r;
+        const uint8_t *start = p;
+        kc_status status = kc_scan_record(&p, end, 1, b->strict, &r);
+        if (status != KC_OK) {
+            *err_at = start;
+            return status;
+        }
+        int64_t offset = (int64_t)((uint64_t)b->base_offset + (uint64_t)(int64_t)r.offset_delta);
+        int64_t timestamp = log_append ? b->max_timestamp
+                                       : (int64_t)((uint64_t)b->base_timestamp +
+                                                   (uint64_t)r.timestamp_delta);
+        if (offset < b->offset_lo || offset >= b->offset_hi || timestamp < b->timestamp_lo ||
+            timestamp >= b->timestamp_hi)
+            continue;
+        int32_t sequence = b->base_sequence >= 0 ? increment_sequence(b->base_sequence, r.offset_delta)
+                                                 : -1;
+        put_record(c, b, offset, timestamp, r.key, r.key_len, r.value, r.value_len, sequence);
+        if (c->want & KC_COL_HEADERS) {
+            if (r.header_count && put_headers(c, &r, b->strict) < 0)
+                return KC_ERR_MEMORY;
+            PUT(c->header_offsets, int64_t, c->n_headers);
+        }
+    }
+    if (p != end) {
+        *err_at = p;
+        return KC_ERR_RECORD_SIZE;
+    }
+    return KC_OK;
+}
+
+int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
+                     const uint8_t *key, int64_t key_len, const uint8_t *value, int64_t value_len,
+                     int32_t sequence)
+{
+    if (offset < b->offset_lo || offset >= b->offset_hi || timestamp < b->timestamp_lo ||
+        timestamp >= b->timestamp_hi)
+        return 0;
+    size_t bytes = (size_t)(key ? key_len : 0) + (size_t)(value ? value_len : 0);
+    if (reserve_records(c, 1, bytes) < 0)
+        return KC_ERR_MEMORY;
+    put_record(c, b, offset, timestamp, key, key_len, value, value_len, sequence);
+    if (c->want & KC_COL_HEADERS)
+        PUT(c->header_offsets, int64_t, c->n_headers);
+    return 0;
+}

@@ -1,0 +1,91 @@
+/*
+ * Columnar decoding of v2 records: the records of a batch appended to growable column
+ * buffers, with no Python object per record.
+ *
+ * The caller (kcodec/_columns.pyx) frames batches, decompresses them and applies
+ * batch-level filters; kc_decode_records() runs without the GIL over one batch's records
+ * region. Offsets of variable-length columns are int64 (Arrow's large layout; narrowed
+ * when converting), validity is a byte per value (1 valid, 0 null).
+ */
+#ifndef KCODEC_COLUMNS_H
+#define KCODEC_COLUMNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "record.h"
+
+typedef struct {
+    uint8_t *data;
+    size_t len;   /* bytes used */
+    size_t cap;
+} kc_buf;
+
+/* Which columns to fill (a bit each). */
+enum {
+    KC_COL_OFFSET = 1 << 0,
+    KC_COL_TIMESTAMP = 1 << 1,
+    KC_COL_KEY = 1 << 2,
+    KC_COL_VALUE = 1 << 3,
+    KC_COL_HEADERS = 1 << 4,
+    KC_COL_BATCH = 1 << 5,   /* magic, compression, producer id/epoch, sequence, flags */
+};
+
+typedef struct {
+    unsigned want;
+    int64_t n;                 /* records */
+    int64_t n_headers;
+    kc_buf offset;             /* int64 */
+    kc_buf timestamp;          /* int64, ms */
+    kc_buf timestamp_type;     /* int8 */
+    kc_buf key_offsets, key_data, key_valid;
+    kc_buf value_offsets, value_data, value_valid;
+    kc_buf header_offsets;     /* int64 per record + 1: index into the header columns */
+    kc_buf header_key_offsets, header_key_data;
+    kc_buf header_value_offsets, header_value_data, header_value_valid;
+    kc_buf magic, compression; /* int8 */
+    kc_buf producer_id;        /* int64 */
+    kc_buf producer_epoch;     /* int16 */
+    kc_buf sequence;           /* int32 */
+    kc_buf is_transactional, is_control;  /* uint8 */
+} kc_columns;
+
+/* What a batch contributes to every record, and the record filters. */
+typedef struct {
+    int64_t base_offset;
+    int64_t base_timestamp;
+    int64_t max_timestamp;
+    int64_t producer_id;
+    int32_t base_sequence;
+    int16_t producer_epoch;
+    int8_t magic;
+    int8_t compression;
+    int8_t timestamp_type;     /* 0 CreateTime, 1 LogAppendTime */
+    uint8_t is_transactional;
+    uint8_t is_control;
+    int strict;
+    int64_t offset_lo, offset_hi;        /* keep lo <= offset < hi */
+    int64_t timestamp_lo, timestamp_hi;  /* keep lo <= timestamp < hi */
+} kc_batch_info;
+
+/* Makes room at once for `records` records with at most `bytes` of keys (and as much of
+ * values): one allocation per column instead of growing batch by batch. */
+int kc_columns_reserve(kc_columns *c, size_t records, size_t bytes);
+
+/* Sets up empty columns (each with its leading 0 offset). Returns -1 when out of memory. */
+int kc_columns_init(kc_columns *c, unsigned want);
+void kc_columns_free(kc_columns *c);
+
+/*
+ * Appends the `count` records in [p, end) that pass the filters. On a malformed record
+ * returns its status and sets *err_at; KC_ERR_MEMORY when a buffer cannot grow.
+ */
+#define KC_ERR_MEMORY 100
+int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
+                      int32_t count, const uint8_t **err_at);
+
+/* Appends one record given field by field (legacy records, decoded by the row reader). */
+int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
+                     const uint8_t *key, int64_t key_len, const uint8_t *value, int64_t value_len,
+                     int32_t sequence);
+
+#endif

@@ -1,0 +1,222 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Decoding batches into column buffers (csrc/columns.c), handed to numpy without copies.
+
+``decode_chunk`` takes batches already framed by ``read_batches`` and filtered at batch
+level (kcodec/columnar.py does that), decompresses the compressed ones, and decodes every
+v2 record region with the GIL released, so several threads can decode at once.
+"""
+cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t, uint8_t
+from libc.stdlib cimport free
+
+from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OFFSET,
+                             KC_COL_TIMESTAMP, KC_COL_VALUE, KC_ERR_EOF, KC_ERR_MEMORY, KC_OK,
+                             kc_append_record, kc_batch_info, kc_buf, kc_columns,
+                             kc_columns_free, kc_columns_init, kc_columns_reserve,
+                             kc_decode_records)
+from kcodec._scratch cimport ScratchBuffer
+
+import numpy
+
+from kcodec._batch import RecordBatch
+from kcodec.codecs import decompress_to_scratch
+from kcodec.errors import InvalidRecordError, KcodecError
+
+COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": KC_COL_KEY,
+                 "value": KC_COL_VALUE, "headers": KC_COL_HEADERS, "batch": KC_COL_BATCH}
+
+
+@cython.final
+cdef class _Owned:
+    """Memory taken from a column buffer, exported to numpy and freed with the last array."""
+    cdef uint8_t *data
+    cdef Py_ssize_t size
+    cdef Py_ssize_t shape[1]
+
+    def __dealloc__(self):
+        free(self.data)
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        view.buf = self.data
+        view.len = self.size
+        view.readonly = 1
+        view.itemsize = 1
+        view.format = NULL
+        view.ndim = 1
+        self.shape[0] = self.size
+        view.shape = self.shape
+        view.strides = NULL
+        view.suboffsets = NULL
+        view.internal = NULL
+        view.obj = self
+
+    def __releasebuffer__(self, Py_buffer *view):
+        pass
+
+
+cdef object _take(kc_buf *b, object dtype):
+    """The buffer's content as a numpy array that owns it (the buffer is left empty)."""
+    cdef _Owned owned = _Owned.__new__(_Owned)
+    owned.data = b.data
+    owned.size = <Py_ssize_t>b.len
+    b.data = NULL
+    b.len = b.cap = 0
+    if owned.size == 0:
+        return numpy.empty(0, dtype=dtype)
+    return numpy.frombuffer(owned, dtype=dtype)
+
+
+@cython.final
+cdef class _Chunk:
+    cdef kc_columns c
+
+    def __dealloc__(self):
+        kc_columns_free(&self.c)
+
+
+cdef int _fill_info(kc_batch_info *info, object batch, bint strict, tuple offsets,
+                    tuple timestamps) except -1:
+    info.base_offset = batch.base_offset
+    info.base_timestamp = batch.base_timestamp
+    info.max_timestamp = batch.max_timestamp
+    info.producer_id = batch.producer_id
+    info.base_sequence = batch.base_sequence
+    info.producer_epoch = batch.producer_epoch
+    info.magic = 2
+    info.compression = batch.compression_id
+    info.timestamp_type = batch.attributes >> 3 & 1
+    info.is_transactional = batch.is_transactional
+    info.is_control = batch.is_control
+    info.strict = strict
+    info.offset_lo, info.offset_hi = offsets
+    info.timestamp_lo, info.timestamp_hi = timestamps
+    return 0
+
+
+cdef int _decode_v2(_Chunk chunk, object batch, bint strict, tuple offsets, tuple timestamps,
+                    object max_decompressed_size) except -1:
+    cdef kc_batch_info info
+    cdef Py_buffer view
+    cdef const uint8_t *start
+    cdef const uint8_t *end
+    cdef const uint8_t *err_at = NULL
+    cdef int status
+    cdef ScratchBuffer records = None
+    cdef int count = batch.record_count
+    _fill_info(&info, batch, strict, offsets, timestamps)
+    if count == 0:
+        return 0
+    if count < 0:
+        raise InvalidRecordError(f"Found invalid record count {count}", position=batch.position)
+    region = batch.buffer[61:]
+    if info.compression:
+        try:
+            records = decompress_to_scratch(info.compression, region, 2, max_decompressed_size)
+        except KcodecError as exc:
+            if exc.position is None:
+                exc.position = batch.position + 61
+            raise
+        start = records.mem.data
+        end = start + records.length
+        with nogil:
+            status = kc_decode_records(&chunk.c, &info, start, end, count, &err_at)
+    else:
+        PyObject_GetBuffer(region, &view, PyBUF_SIMPLE)
+        try:
+            start = <const uint8_t *>view.buf
+            end = start + view.len
+            with nogil:
+                status = kc_decode_records(&chunk.c, &info, start, end, count, &err_at)
+        finally:
+            PyBuffer_Release(&view)
+    if status == KC_ERR_MEMORY:
+        raise MemoryError()
+    if status != KC_OK:
+        where = batch.position if info.compression else batch.position + 61 + (err_at - start)
+        raise InvalidRecordError(
+            "Incorrect declared batch size, premature EOF reached" if status == KC_ERR_EOF
+            else "malformed record (varint, header count or size)", position=where)
+    return 0
+
+
+cdef int _append_legacy(_Chunk chunk, object entry, tuple offsets, tuple timestamps) except -1:
+    cdef kc_batch_info info
+    cdef const uint8_t *key
+    cdef const uint8_t *value
+    info.producer_id = -1
+    info.producer_epoch = -1
+    info.base_sequence = -1
+    info.magic = entry.magic
+    info.compression = entry.compression_id
+    info.timestamp_type = int(entry.timestamp_type) if entry.magic else -1
+    info.is_transactional = 0
+    info.is_control = 0
+    info.offset_lo, info.offset_hi = offsets
+    info.timestamp_lo, info.timestamp_hi = timestamps
+    for record in entry:
+        k, v = record.key, record.value
+        key = NULL if k is None else <const uint8_t *><const char *>k
+        value = NULL if v is None else <const uint8_t *><const char *>v
+        if kc_append_record(&chunk.c, &info, record.offset, record.timestamp,
+                            key, 0 if k is None else len(k), value, 0 if v is None else len(v),
+                            -1) == KC_ERR_MEMORY:
+            raise MemoryError()
+    return 0
+
+
+def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MIN, INT64_MAX),
+                 timestamps=(INT64_MIN, INT64_MAX), max_decompressed_size=None):
+    """Decode ``entries`` (batches from read_batches) into a dict of numpy arrays."""
+    cdef _Chunk chunk = _Chunk.__new__(_Chunk)
+    if kc_columns_init(&chunk.c, want) < 0:
+        raise MemoryError()
+    cdef size_t records = 0, plain_bytes = 0
+    for entry in entries:
+        records += entry.record_count if type(entry) is RecordBatch else 1
+        if entry.compression_id == 0:
+            plain_bytes += entry.size
+    if kc_columns_reserve(&chunk.c, records, plain_bytes) < 0:
+        raise MemoryError()
+    offsets = (max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX))
+    timestamps = (max(timestamps[0], INT64_MIN), min(timestamps[1], INT64_MAX))
+    for entry in entries:
+        if type(entry) is RecordBatch:
+            _decode_v2(chunk, entry, strict, offsets, timestamps, max_decompressed_size)
+        else:
+            _append_legacy(chunk, entry, offsets, timestamps)
+    return _arrays(chunk)
+
+
+cdef dict _arrays(_Chunk chunk):
+    cdef kc_columns *c = &chunk.c
+    out = {"count": c.n}
+    if c.want & KC_COL_OFFSET:
+        out["offset"] = _take(&c.offset, numpy.int64)
+    if c.want & KC_COL_TIMESTAMP:
+        out["timestamp"] = _take(&c.timestamp, numpy.int64)
+        out["timestamp_type"] = _take(&c.timestamp_type, numpy.int8)
+    if c.want & KC_COL_KEY:
+        out["key_offsets"] = _take(&c.key_offsets, numpy.int64)
+        out["key_data"] = _take(&c.key_data, numpy.uint8)
+        out["key_valid"] = _take(&c.key_valid, numpy.bool_)
+    if c.want & KC_COL_VALUE:
+        out["value_offsets"] = _take(&c.value_offsets, numpy.int64)
+        out["value_data"] = _take(&c.value_data, numpy.uint8)
+        out["value_valid"] = _take(&c.value_valid, numpy.bool_)
+    if c.want & KC_COL_HEADERS:
+        out["header_offsets"] = _take(&c.header_offsets, numpy.int64)
+        out["header_key_offsets"] = _take(&c.header_key_offsets, numpy.int64)
+        out["header_key_data"] = _take(&c.header_key_data, numpy.uint8)
+        out["header_value_offsets"] = _take(&c.header_value_offsets, numpy.int64)
+        out["header_value_data"] = _take(&c.header_value_data, numpy.uint8)
+        out["header_value_valid"] = _take(&c.header_value_valid, numpy.bool_)
+    if c.want & KC_COL_BATCH:
+        out["magic"] = _take(&c.magic, numpy.int8)
+        out["compression"] = _take(&c.compression, numpy.int8)
+        out["producer_id"] = _take(&c.producer_id, numpy.int64)
+        out["producer_epoch"] = _take(&c.producer_epoch, numpy.int16)
+        out["sequence"] = _take(&c.sequence, numpy.int32)
+        out["is_transactional"] = _take(&c.is_transactional, numpy.bool_)
+        out["is_control"] = _take(&c.is_control, numpy.bool_)
+    return out

@@ -1,0 +1,270 @@
+"""Columnar decoding: many batches straight into numpy arrays or an Arrow table.
+
+Keys, values and headers are copied by the C core into contiguous buffers (offsets +
+data, as Arrow lays out binary columns), with no Python object per record; batches are
+decoded with the GIL released, so ``threads=N`` decodes N groups of batches at once.
+Records are filtered as a Kafka consumer sees them: control records and (given the
+aborted-transaction list of a fetch) aborted transactional data are left out unless asked
+for, and offset and timestamp ranges prune whole batches before anything is decoded.
+
+Column names and types follow Spark's Kafka source: key, value (binary), topic (string),
+partition (int), offset (long), timestamp (timestamp), timestampType (int), headers
+(array<struct<key: string, value: binary>>); batch-level columns on request: magic,
+compression, producer_id, producer_epoch, sequence, is_transactional, is_control.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kcodec._batch import RecordBatch, read_batches
+from kcodec._columns import COLUMN_GROUPS, decode_chunk
+from kcodec._legacy import LegacyBatch
+from kcodec.constants import ControlType
+
+if TYPE_CHECKING:
+    import pyarrow
+
+Entry = RecordBatch | LegacyBatch
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+SPARK_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
+BATCH_COLUMNS = ("magic", "compression", "producer_id", "producer_epoch", "sequence",
+                 "is_transactional", "is_control")
+ALL_COLUMNS = SPARK_COLUMNS + ("headers",) + BATCH_COLUMNS
+_GROUP_OF = {"key": "key", "value": "value", "offset": "offset", "timestamp": "timestamp",
+             "timestampType": "timestamp", "headers": "headers",
+             **{name: "batch" for name in BATCH_COLUMNS}}
+
+
+def _want(columns: Iterable[str]) -> int:
+    mask = 0
+    for name in columns:
+        if name not in ALL_COLUMNS:
+            raise ValueError(f"unknown column {name!r}; columns are {', '.join(ALL_COLUMNS)}")
+        if name in _GROUP_OF:
+            mask |= COLUMN_GROUPS[_GROUP_OF[name]]
+    return mask
+
+
+def select_batches(entries: Iterable[Entry], *, include_control: bool = False,
+                   aborted_transactions: Sequence[tuple[int, int]] | None = None,
+                   offsets: tuple[int, int] = (INT64_MIN, INT64_MAX),
+                   timestamps: tuple[int, int] = (INT64_MIN, INT64_MAX)) -> Iterator[Entry]:
+    """The batches a consumer would read records from, as Kafka's fetcher picks them.
+
+    ``aborted_transactions`` is a fetch response's list of ``(producer_id, first_offset)``:
+    given it, transactional batches of aborted transactions are skipped (read_committed).
+    Batches wholly outside ``offsets`` ([lo, hi)) or ``timestamps`` are skipped too.
+    """
+    pending = sorted(aborted_transactions or [], key=lambda t: t[1])
+    aborted_producers: set[int] = set()
+    for entry in entries:
+        if entry.last_offset < offsets[0] or (entry.base_offset if isinstance(entry, RecordBatch)
+                                              else entry.last_offset) >= offsets[1]:
+            continue
+        if entry.max_timestamp < timestamps[0] and entry.timestamp_type != 1:
+            continue  # CreateTime: no record is later than the batch's max timestamp
+        while pending and pending[0][1] <= entry.last_offset:
+            aborted_producers.add(pending.pop(0)[0])
+        if entry.is_control:
+            if aborted_transactions is not None and entry.producer_id in aborted_producers:
+                if any(r.control_type is ControlType.ABORT for r in entry):
+                    aborted_producers.discard(entry.producer_id)
+            if not include_control:
+                continue
+        elif (aborted_transactions is not None and entry.is_transactional
+              and entry.producer_id in aborted_producers):
+            continue
+        yield entry
+
+
+def _split(entries: Sequence[Entry], parts: int) -> list[list[Entry]]:
+    """Contiguous groups of about equal record counts."""
+    weights = [max(e.record_count if isinstance(e, RecordBatch) else 1, 1) for e in entries]
+    target = sum(weights) / max(parts, 1)
+    groups: list[list[Entry]] = [[]]
+    load = 0.0
+    for entry, weight in zip(entries, weights):
+        if load >= target and len(groups) < parts:
+            groups.append([])
+            load = 0.0
+        groups[-1].append(entry)
+        load += weight
+    return [g for g in groups if g]
+
+
+def _decode_groups(groups: Sequence[Sequence[Entry]], want: int, threads: int,
+                   options: dict[str, Any]) -> list[dict[str, Any]]:
+    if threads <= 1 or len(groups) <= 1:
+        return [decode_chunk(g, want, **options) for g in groups]
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(lambda g: decode_chunk(g, want, **options), groups))
+
+
+def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
+             metadata: bool, offsets: tuple[int, int] | None,
+             timestamps: tuple[int, int] | None, include_control: bool,
+             aborted_transactions: Sequence[tuple[int, int]] | None, validate_crc: bool,
+             strict: bool, max_decompressed_size: int | None
+             ) -> tuple[list[Entry], list[str], int, dict[str, Any]]:
+    names = list(columns) if columns is not None else [
+        *SPARK_COLUMNS, *(["headers"] if include_headers else []),
+        *(BATCH_COLUMNS if metadata else [])]
+    want = _want(names)
+    offsets = offsets or (INT64_MIN, INT64_MAX)
+    timestamps = timestamps or (INT64_MIN, INT64_MAX)
+    reader = read_batches(data, validate_crc=validate_crc, strict=strict,
+                          max_decompressed_size=max_decompressed_size)
+    entries = list(select_batches(reader, include_control=include_control,
+                                  aborted_transactions=aborted_transactions,
+                                  offsets=offsets, timestamps=timestamps))
+    options = {"strict": strict, "offsets": offsets, "timestamps": timestamps,
+               "max_decompressed_size": max_decompressed_size}
+    return entries, names, want, options
+
+
+def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
+                   include_headers: bool = False, metadata: bool = False,
+                   offsets: tuple[int, int] | None = None,
+                   timestamps: tuple[int, int] | None = None, include_control: bool = False,
+                   aborted_transactions: Sequence[tuple[int, int]] | None = None,
+                   threads: int = 1, validate_crc: bool = True, strict: bool = False,
+                   max_decompressed_size: int | None = None) -> dict[str, Any]:
+    """Decode every batch in ``data`` into numpy arrays (no pyarrow needed).
+
+    Returns ``count`` and, per requested column group: ``offset`` (int64), ``timestamp``
+    (int64 ms) and ``timestamp_type`` (int8), ``key_offsets``/``key_data``/``key_valid``
+    and the same for ``value`` (int64 offsets into uint8 data, bool validity),
+    ``header_offsets`` (per record, into the header arrays) with ``header_key_*`` and
+    ``header_value_*``, and the batch-level columns. ``columns`` projects (names as in
+    :data:`ALL_COLUMNS`); leaving ``value`` out scans offsets, timestamps, keys and headers
+    without copying values.
+    """
+    entries, _, want, options = _prepare(data, columns, include_headers, metadata, offsets,
+                                         timestamps, include_control, aborted_transactions,
+                                         validate_crc, strict, max_decompressed_size)
+    chunks = _decode_groups(_split(entries, threads) or [[]], want, threads, options)
+    return _concatenate(chunks)
+
+
+def _concatenate(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    if len(chunks) == 1:
+        return chunks[0]
+    out: dict[str, Any] = {"count": sum(c["count"] for c in chunks)}
+    for name in chunks[0]:
+        if name == "count":
+            continue
+        if name.endswith("_offsets") or name == "header_offsets":
+            data_name = {"header_offsets": None}.get(name, name[:-len("_offsets")] + "_data")
+            parts, shift = [chunks[0][name]], 0
+            for previous, chunk in zip(chunks, chunks[1:]):
+                shift += (previous[name][-1] if data_name is None else len(previous[data_name]))
+                parts.append(chunk[name][1:] + shift)
+            out[name] = np.concatenate(parts)
+        else:
+            out[name] = np.concatenate([c[name] for c in chunks])
+    return out
+
+
+def _binary(pa: Any, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None,
+            kind: str = "binary") -> Any:
+    n = len(offsets) - 1
+    bitmap = None
+    if valid is not None and not valid.all():
+        bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if offsets[-1] < 2**31:
+        arrow_type = pa.string() if kind == "string" else pa.binary()
+        offsets = offsets.astype(np.int32)
+    else:
+        arrow_type = pa.large_string() if kind == "string" else pa.large_binary()
+    return pa.Array.from_buffers(arrow_type, n, [bitmap, pa.py_buffer(offsets),
+                                                 pa.py_buffer(data)])
+
+
+def _constant_strings(pa: Any, text: str | None, n: int) -> Any:
+    if text is None:
+        return pa.nulls(n, pa.string())
+    raw = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int64) * len(raw)
+    return _binary(pa, offsets, np.frombuffer(raw * n, dtype=np.uint8), None, "string")
+
+
+def _record_batch(chunk: dict[str, Any], names: Sequence[str], topic: str | None,
+                  partition: int | None) -> pyarrow.RecordBatch:
+    import pyarrow as pa
+    n = chunk["count"]
+    arrays, fields = [], []
+    for name in names:
+        if name == "key" or name == "value":
+            column = _binary(pa, chunk[f"{name}_offsets"], chunk[f"{name}_data"],
+                             chunk[f"{name}_valid"])
+        elif name == "topic":
+            column = _constant_strings(pa, topic, n)
+        elif name == "partition":
+            column = (pa.nulls(n, pa.int32()) if partition is None
+                      else pa.array(np.full(n, partition, dtype=np.int32)))
+        elif name == "offset":
+            column = pa.array(chunk["offset"])
+        elif name == "timestamp":
+            column = pa.array(chunk["timestamp"] * 1000, type=pa.timestamp("us", tz="UTC"))
+        elif name == "timestampType":
+            column = pa.array(chunk["timestamp_type"].astype(np.int32))
+        elif name == "headers":
+            keys = _binary(pa, chunk["header_key_offsets"], chunk["header_key_data"], None,
+                           "string")
+            values = _binary(pa, chunk["header_value_offsets"], chunk["header_value_data"],
+                             chunk["header_value_valid"])
+            struct = pa.StructArray.from_arrays([keys, values], names=["key", "value"])
+            column = pa.ListArray.from_arrays(pa.array(chunk["header_offsets"].astype(np.int32)),
+                                              struct)
+        else:
+            column = pa.array(chunk[name])
+        arrays.append(column)
+        fields.append(name)
+    return pa.RecordBatch.from_arrays(arrays, names=fields)
+
+
+def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = None,
+               partition: int | None = None, columns: Iterable[str] | None = None,
+               include_headers: bool = False, metadata: bool = False,
+               offsets: tuple[int, int] | None = None, timestamps: tuple[int, int] | None = None,
+               include_control: bool = False,
+               aborted_transactions: Sequence[tuple[int, int]] | None = None, threads: int = 1,
+               validate_crc: bool = True, strict: bool = False,
+               max_decompressed_size: int | None = None) -> Iterator[pyarrow.RecordBatch]:
+    """Arrow record batches of about ``chunk_records`` records each (whole Kafka batches)."""
+    entries, names, want, options = _prepare(data, columns, include_headers, metadata,
+                                             offsets, timestamps, include_control,
+                                             aborted_transactions, validate_crc, strict,
+                                             max_decompressed_size)
+    total = sum(e.record_count if isinstance(e, RecordBatch) else 1 for e in entries)
+    chunks = _split(entries, max(1, -(-total // max(chunk_records, 1)), threads))
+    for start in range(0, len(chunks), max(threads, 1)):
+        for chunk in _decode_groups(chunks[start:start + max(threads, 1)], want, threads,
+                                    options):
+            yield _record_batch(chunk, names, topic, partition)
+
+
+def decode_arrow(data: Any, **options: Any) -> pyarrow.Table:
+    """An Arrow table of every record in ``data`` (see :func:`iter_arrow` for the options)."""
+    import pyarrow as pa
+    batches = list(iter_arrow(data, **options))
+    if not batches:
+        empty = decode_columns(b"", columns=options.get("columns"),
+                               include_headers=options.get("include_headers", False),
+                               metadata=options.get("metadata", False))
+        names = options.get("columns") or [
+            *SPARK_COLUMNS, *(["headers"] if options.get("include_headers") else []),
+            *(BATCH_COLUMNS if options.get("metadata") else [])]
+        batches = [_record_batch(empty, list(names), options.get("topic"),
+                                 options.get("partition"))]
+    return pa.Table.from_batches(batches)
+
+
+__all__ = ["ALL_COLUMNS", "BATCH_COLUMNS", "SPARK_COLUMNS", "decode_arrow", "decode_columns",
+           "iter_arrow", "select_batches"]
