@@ -35,7 +35,7 @@ def column_rows(cols: dict[str, Any]) -> list[tuple[Any, ...]]:
             if not cols[f"{name}_valid"][j]:
                 return None
             lo, hi = cols[f"{name}_offsets"][j], cols[f"{name}_offsets"][j + 1]
-            return cols[f"{name}_data"][lo:hi].tobytes()
+            return bytes(cols[f"{name}_data"][lo:hi])
         headers = []
         for h in range(cols["header_offsets"][i], cols["header_offsets"][i + 1]):
             lo, hi = cols["header_key_offsets"][h], cols["header_key_offsets"][h + 1]
@@ -137,8 +137,10 @@ def transactional_log() -> bytes:
 
 def test_control_records_and_read_committed() -> None:
     log = transactional_log()
-    values = lambda cols: [cols["value_data"][cols["value_offsets"][i]:cols["value_offsets"][i + 1]].tobytes()  # noqa: E731
-                           for i in range(cols["count"])]
+
+    def values(cols: dict[str, Any]) -> list[bytes]:
+        offsets, data = cols["value_offsets"], cols["value_data"]
+        return [data[offsets[i]:offsets[i + 1]].tobytes() for i in range(cols["count"])]
     assert values(kcodec.decode_columns(log)) == [b"p1-a", b"p1-b", b"p2-a", b"p2-b", b"plain"]
     committed = kcodec.decode_columns(log, aborted_transactions=[(2, 2)])
     assert values(committed) == [b"p1-a", b"p1-b", b"plain"]
