@@ -10,7 +10,8 @@ import pytest
 from .conftest import ROOT
 
 
-@pytest.mark.parametrize("name", ["bench_records.py", "bench_codecs.py", "bench_legacy.py"])
+@pytest.mark.parametrize("name", ["bench_records.py", "bench_codecs.py", "bench_legacy.py",
+                                  "bench_columnar.py"])
 def test_bench_quick(name: str) -> None:
     script = ROOT / "bench" / name
     if not script.exists():

@@ -1,0 +1,100 @@
+"""Columnar decoding against kcodec's own row API and aiokafka's object reader.
+
+100 batches of 1000 records (16-byte keys, JSON-like values of 100 B or 1 KiB), per codec:
+records/s of decode_columns (numpy) and decode_arrow, with 1 and 2 threads; compressed,
+also against the codec library decompressing the same payloads. Every reader checks CRCs.
+
+    python bench/bench_columnar.py [--rounds N] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import interleaved, print_table, read_aiokafka, sample_records  # noqa: E402
+
+import kcodec  # noqa: E402
+from kcodec import codecs  # noqa: E402
+
+BATCHES = 100
+PER_BATCH = 1000
+
+
+def make_log(codec: str, value_size: int) -> bytes:
+    records = sample_records(PER_BATCH, value_size)
+    out = bytearray()
+    for b in range(BATCHES):
+        builder = kcodec.BatchBuilder(compression=codec, base_offset=b * PER_BATCH)
+        for key, value, ts in records:
+            builder.append(value, key=key, timestamp=ts)
+        out += builder.build()
+    return bytes(out)
+
+
+def batch_payloads(data: bytes) -> list[tuple[int, memoryview]]:
+    return [(b.compression_id, b.buffer[61:]) for b in kcodec.read_batches(data)]
+
+
+def rows(data: bytes) -> None:
+    for batch in kcodec.read_batches(data):
+        for r in batch:
+            r.value
+
+
+def aiokafka_rows(parts: list[bytes]) -> None:
+    for part in parts:
+        read_aiokafka(part)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    rounds = 3 if args.quick else args.rounds
+    total = BATCHES * PER_BATCH
+    rows_out = []
+    summary = []
+    cases = [("none", 100), ("none", 1024)] + [(c, 1024) for c in ("gzip", "snappy", "lz4", "zstd")]
+    if args.quick:
+        cases = [("none", 100), ("lz4", 1024)]
+    for codec, size in cases:
+        data = make_log(codec, size)
+        parts = [bytes(b.buffer) for b in kcodec.read_batches(data)]
+        contenders = {
+            "columns": lambda: kcodec.decode_columns(data),
+            "columns x2": lambda: kcodec.decode_columns(data, threads=2),
+            "arrow": lambda: kcodec.decode_arrow(data),
+            "rows": lambda: rows(data),
+            "aiokafka": lambda: aiokafka_rows(parts),
+        }
+        if codec != "none":
+            payloads = batch_payloads(data)
+            contenders["raw decompress"] = lambda: [codecs.decompress_to_scratch(c, p)
+                                                    for c, p in payloads]
+        medians = interleaved(contenders, rounds)
+        for name, seconds in medians.items():
+            ratio = None if name == "columns" else seconds / medians["columns"]
+            rows_out.append((f"{codec} {size} B", name, seconds, ratio,
+                             f"{total / seconds / 1e6:.1f} M rec/s"))
+        summary.append((codec, size, total / medians["columns"] / 1e6,
+                        medians["aiokafka"] / medians["columns"],
+                        medians["columns"] / medians["columns x2"],
+                        (medians["columns"] / medians["raw decompress"] - 1)
+                        if "raw decompress" in medians else None))
+    print(f"kcodec {kcodec.__version__}: {BATCHES} batches x {PER_BATCH} records, "
+          f"{rounds} interleaved rounds, medians ('kcodec is' = faster than columns by)")
+    print_table("columnar decoding", rows_out)
+    print("\ncase           columns M rec/s  vs aiokafka  2 threads vs 1  over raw decompression")
+    for codec, size, rate, vs_aio, scaling, over in summary:
+        over_text = "" if over is None else f"{over:+.0%}"
+        print(f"{codec:<6} {size:>5} B {rate:>15.1f} {vs_aio:>11.1f}x {scaling:>14.2f}x "
+              f"{over_text:>22}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
