@@ -9,6 +9,7 @@ cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t, uint8_t
 from libc.stdlib cimport free
+from libc.string cimport memcpy
 
 from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OFFSET,
                              KC_COL_TIMESTAMP, KC_COL_VALUE, KC_ERR_EOF, KC_ERR_MEMORY, KC_OK,
@@ -27,15 +28,73 @@ COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": 
                  "value": KC_COL_VALUE, "headers": KC_COL_HEADERS, "batch": KC_COL_BATCH}
 
 
+# ---- a pool of column buffers ------------------------------------------------------------
+# Fresh memory costs a page fault per 4 KiB on first touch, more than decoding into it on a
+# virtual machine. Column buffers freed by numpy (when the last array over them goes) are
+# kept here, and the next decode of about the same shape (the next chunk of a stream) fills
+# warm pages instead. Used with the GIL held; buffers come from malloc, as the C side
+# grows them with realloc.
+
+cdef enum:
+    SPARES = 48
+    SPARE_TOTAL_BYTES = 512 * 1024 * 1024
+    N_COLUMNS = 22
+
+cdef uint8_t *_spare_data[SPARES]
+cdef size_t _spare_cap[SPARES]
+cdef int _n_spares = 0
+cdef size_t _spare_bytes = 0
+cdef size_t _last_size[N_COLUMNS]   # what each column needed last time: the next one's guess
+
+
+cdef void _give_back(uint8_t *data, size_t cap) noexcept:
+    global _n_spares, _spare_bytes
+    if data == NULL:
+        return
+    if _n_spares < SPARES and _spare_bytes + cap <= SPARE_TOTAL_BYTES:
+        _spare_data[_n_spares] = data
+        _spare_cap[_n_spares] = cap
+        _n_spares += 1
+        _spare_bytes += cap
+    else:
+        free(data)
+
+
+cdef void _adopt(kc_buf *b, size_t want) noexcept:
+    """Give b the smallest spare holding ``want`` bytes (keeping b's content), if any."""
+    global _n_spares, _spare_bytes
+    cdef int best = -1, i
+    if want <= b.cap:
+        return
+    for i in range(_n_spares):
+        if _spare_cap[i] >= want and (best < 0 or _spare_cap[i] < _spare_cap[best]):
+            best = i
+    if best < 0:
+        return
+    cdef uint8_t *data = _spare_data[best]
+    cdef size_t cap = _spare_cap[best]
+    _n_spares -= 1
+    _spare_data[best] = _spare_data[_n_spares]
+    _spare_cap[best] = _spare_cap[_n_spares]
+    _spare_bytes -= cap
+    if b.len:
+        memcpy(data, b.data, b.len)
+    free(b.data)
+    b.data = data
+    b.cap = cap
+
+
 @cython.final
 cdef class _Owned:
-    """Memory taken from a column buffer, exported to numpy and freed with the last array."""
+    """Memory taken from a column buffer, exported to numpy; back to the pool with the
+    last array over it."""
     cdef uint8_t *data
+    cdef size_t cap
     cdef Py_ssize_t size
     cdef Py_ssize_t shape[1]
 
     def __dealloc__(self):
-        free(self.data)
+        _give_back(self.data, self.cap)
 
     def __getbuffer__(self, Py_buffer *view, int flags):
         view.buf = self.data
@@ -55,10 +114,44 @@ cdef class _Owned:
         pass
 
 
+cdef kc_buf *_buffers(kc_columns *c, kc_buf **out) noexcept:
+    """Every buffer of c, in a fixed order (N_COLUMNS of them)."""
+    cdef kc_buf *all_[N_COLUMNS]
+    all_[:] = [&c.offset, &c.timestamp, &c.timestamp_type, &c.key_offsets, &c.key_data,
+               &c.key_valid, &c.value_offsets, &c.value_data, &c.value_valid, &c.header_offsets,
+               &c.header_key_offsets, &c.header_key_data, &c.header_value_offsets,
+               &c.header_value_data, &c.header_value_valid, &c.magic, &c.compression,
+               &c.producer_id, &c.producer_epoch, &c.sequence, &c.is_transactional,
+               &c.is_control]
+    cdef int i
+    for i in range(N_COLUMNS):
+        out[i] = all_[i]
+    return NULL
+
+
+cdef void _adopt_spares(kc_columns *c) noexcept:
+    cdef kc_buf *bufs[N_COLUMNS]
+    cdef int i
+    _buffers(c, bufs)
+    for i in range(N_COLUMNS):
+        if _last_size[i]:
+            _adopt(bufs[i], _last_size[i])
+
+
+cdef void _remember_sizes(kc_columns *c) noexcept:
+    cdef kc_buf *bufs[N_COLUMNS]
+    cdef int i
+    _buffers(c, bufs)
+    for i in range(N_COLUMNS):
+        if bufs[i].len:
+            _last_size[i] = bufs[i].len
+
+
 cdef object _take(kc_buf *b, object dtype):
     """The buffer's content as a numpy array that owns it (the buffer is left empty)."""
     cdef _Owned owned = _Owned.__new__(_Owned)
     owned.data = b.data
+    owned.cap = b.cap
     owned.size = <Py_ssize_t>b.len
     b.data = NULL
     b.len = b.cap = 0
@@ -171,12 +264,11 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
     cdef _Chunk chunk = _Chunk.__new__(_Chunk)
     if kc_columns_init(&chunk.c, want) < 0:
         raise MemoryError()
-    cdef size_t records = 0, plain_bytes = 0
+    cdef size_t records = 0
     for entry in entries:
         records += entry.record_count if type(entry) is RecordBatch else 1
-        if entry.compression_id == 0:
-            plain_bytes += entry.size
-    if kc_columns_reserve(&chunk.c, records, plain_bytes) < 0:
+    _adopt_spares(&chunk.c)
+    if kc_columns_reserve(&chunk.c, records, 0) < 0:
         raise MemoryError()
     offsets = (max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX))
     timestamps = (max(timestamps[0], INT64_MIN), min(timestamps[1], INT64_MAX))
@@ -190,6 +282,7 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
 
 cdef dict _arrays(_Chunk chunk):
     cdef kc_columns *c = &chunk.c
+    _remember_sizes(c)
     out = {"count": c.n}
     if c.want & KC_COL_OFFSET:
         out["offset"] = _take(&c.offset, numpy.int64)
