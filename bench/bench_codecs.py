@@ -21,8 +21,9 @@ import cramjam
 import zstandard
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (Records, build_aiokafka, build_kafka_python, interleaved,  # noqa: E402
-                    print_table, read_aiokafka, read_kafka_python, sample_records)
+from common import (build_aiokafka, build_kafka_python, build_kcodec,  # noqa: E402
+                    interleaved, print_table, read_aiokafka, read_kafka_python, read_kcodec,
+                    sample_records)
 
 import kcodec  # noqa: E402
 
@@ -57,12 +58,6 @@ def raw_decompressor(codec: str, payload: memoryview) -> Callable[[], object]:
     return lambda: [cramjam.lz4.decompress_block_into(b, out) for b in blocks]
 
 
-def kcodec_read(data: bytes) -> None:
-    for batch in kcodec.read_batches(data):
-        for r in batch:
-            r.value
-
-
 def kcodec_decode_only(data: bytes) -> None:
     """Decompress and check every record (what iter() does before yielding the first)."""
     for batch in kcodec.read_batches(data):
@@ -72,13 +67,6 @@ def kcodec_decode_only(data: bytes) -> None:
 # The peers' default levels: gzip 9 (Python's gzip module), zstd 3. For lz4 both use 9,
 # which Kafka (and kcodec) take as lz4-java's fast mode and the peers as LZ4 HC level 9.
 LEVELS = {"gzip": 9, "snappy": None, "lz4": 9, "zstd": 3}
-
-
-def kcodec_build(codec: str, records: Records) -> bytes:
-    builder = kcodec.BatchBuilder(compression=codec, level=LEVELS[codec])
-    for key, value, ts in records:
-        builder.append(value, key=key, timestamp=ts)
-    return builder.build()
 
 
 def main() -> int:
@@ -92,17 +80,17 @@ def main() -> int:
     rows = []
     summary = []
     for codec in CODEC_IDS:
-        data = kcodec_build(codec, records)
+        data = build_kcodec(records, codec, LEVELS[codec])
         payload = memoryview(data)[61:]
         read = interleaved({
             "raw library": raw_decompressor(codec, payload),
             "kcodec decode": lambda: kcodec_decode_only(data),
-            "kcodec": lambda: kcodec_read(data),
+            "kcodec": lambda: read_kcodec(data),
             "aiokafka": lambda: read_aiokafka(data),
             **({} if args.quick else {"kafka-python": lambda: read_kafka_python(data)}),
         }, rounds)
         build = interleaved({
-            "kcodec": lambda: kcodec_build(codec, records),
+            "kcodec": lambda: build_kcodec(records, codec, LEVELS[codec]),
             "aiokafka": lambda: build_aiokafka(records, CODEC_IDS[codec]),
             **({} if args.quick else {
                 "kafka-python": lambda: build_kafka_python(records, CODEC_IDS[codec])}),

@@ -14,7 +14,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import interleaved, print_table, read_aiokafka, sample_records  # noqa: E402
+from common import (interleaved, print_table, read_aiokafka, read_kcodec,  # noqa: E402
+                    sample_records)
 
 import kcodec  # noqa: E402
 from kcodec import codecs  # noqa: E402
@@ -36,12 +37,6 @@ def make_log(codec: str, value_size: int) -> bytes:
 
 def batch_payloads(data: bytes) -> list[tuple[int, memoryview]]:
     return [(b.compression_id, b.buffer[61:]) for b in kcodec.read_batches(data)]
-
-
-def rows(data: bytes) -> None:
-    for batch in kcodec.read_batches(data):
-        for r in batch:
-            r.value
 
 
 def aiokafka_rows(parts: list[bytes]) -> None:
@@ -68,7 +63,7 @@ def main() -> int:
             "columns": lambda: kcodec.decode_columns(data),
             "columns x2": lambda: kcodec.decode_columns(data, threads=2),
             "arrow": lambda: kcodec.decode_arrow(data),
-            "rows": lambda: rows(data),
+            "rows": lambda: read_kcodec(data),
             "aiokafka": lambda: aiokafka_rows(parts),
         }
         if codec != "none":

@@ -14,24 +14,12 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Records, interleaved, print_table, sample_records  # noqa: E402
+from common import (Records, build_kcodec, interleaved, print_table,  # noqa: E402
+                    read_kcodec, sample_records)
 
 import kcodec  # noqa: E402
 
 CODEC_IDS = {"none": 0, "gzip": 1, "lz4": 3}
-
-
-def kcodec_build(records: Records, magic: int, codec: str) -> bytes:
-    builder = kcodec.BatchBuilder(magic=magic, compression=codec)
-    for key, value, ts in records:
-        builder.append(value, key=key, timestamp=ts)
-    return builder.build()
-
-
-def kcodec_read(data: bytes) -> None:
-    for entry in kcodec.read_batches(data):
-        for r in entry:
-            r.value
 
 
 def entries(data: bytes) -> list[bytes]:
@@ -87,12 +75,12 @@ def main() -> int:
     rows = []
     for magic in (0, 1):
         for codec in CODEC_IDS:
-            data = kcodec_build(records, magic, codec)
+            data = build_kcodec(records, codec, magic=magic)
             parts = entries(data)
             case = f"m{magic} {codec}"
-            read = {"kcodec": lambda: kcodec_read(data),
+            read = {"kcodec": lambda: read_kcodec(data),
                     "kafka-python": lambda: kafka_python_read(parts, magic)}
-            build = {"kcodec": lambda: kcodec_build(records, magic, codec),
+            build = {"kcodec": lambda: build_kcodec(records, codec, magic=magic),
                      "kafka-python": lambda: kafka_python_build(records, magic, codec)}
             if not (magic == 0 and codec == "lz4"):  # aiokafka has no magic-0 LZ4
                 read["aiokafka"] = lambda: aiokafka_read(parts, magic)

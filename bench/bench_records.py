@@ -16,27 +16,15 @@ import sys
 import crc32c as crc32c_package
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (build_aiokafka, build_kafka_python, interleaved, print_table,  # noqa: E402
-                    read_aiokafka, read_kafka_python, sample_records)
+from common import (build_aiokafka, build_kafka_python, build_kcodec,  # noqa: E402
+                    interleaved, print_table, read_aiokafka, read_kafka_python, read_kcodec,
+                    sample_records)
 
 import kcodec  # noqa: E402
 
 RECORDS_PER_BATCH = 1000
 TARGETS = {("read", 100): 1.5, ("read", 1024): 3.0, ("build", 100): 1.5, ("build", 1024): 3.0,
            ("crc32c", 65536): 0.9, ("crc32c", 1 << 20): 0.9}
-
-
-def read_kcodec(data: bytes) -> None:
-    for batch in kcodec.read_batches(data):
-        for r in batch:
-            r.value
-
-
-def build_kcodec(records: list[tuple[bytes, bytes, int]]) -> bytes:
-    builder = kcodec.BatchBuilder()
-    for key, value, ts in records:
-        builder.append(value, key=key, timestamp=ts)
-    return builder.build()
 
 
 def main() -> int:

@@ -57,9 +57,26 @@ def print_table(title: str, rows: list[tuple[str, str, float, float | None, str]
         print(f"{case:<28} {name:<14} {seconds * 1e6:>9.1f}us {rate:>16} {speed:>11}")
 
 
-# ---- the peers, as each one is used by its own clients ------------------------------------
+# ---- kcodec and the peers, as each one is used by its own clients -------------------------
 
 Records = list[tuple[bytes, bytes, int]]
+
+
+def read_kcodec(data: bytes) -> None:
+    """kcodec's row reader (CRC checked), touching every value."""
+    import kcodec
+    for batch in kcodec.read_batches(data):
+        for r in batch:
+            r.value
+
+
+def build_kcodec(records: Records, compression: str = "none", level: int | None = None,
+                 magic: int = 2) -> bytes:
+    import kcodec
+    builder = kcodec.BatchBuilder(magic=magic, compression=compression, level=level)
+    for key, value, ts in records:
+        builder.append(value, key=key, timestamp=ts)
+    return builder.build()
 
 
 def read_aiokafka(data: bytes) -> None:
