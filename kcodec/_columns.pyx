@@ -139,12 +139,14 @@ cdef void _adopt_spares(kc_columns *c) noexcept:
 
 
 cdef void _remember_sizes(kc_columns *c) noexcept:
+    """Guess the next chunk's needs from this one's, with room for one more batch (the C
+    side reserves a whole batch's bytes before decoding it), so it never has to grow."""
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
     _buffers(c, bufs)
     for i in range(N_COLUMNS):
         if bufs[i].len:
-            _last_size[i] = bufs[i].len
+            _last_size[i] = bufs[i].len + bufs[i].len // 8 + (1 << 20)
 
 
 cdef object _take(kc_buf *b, object dtype):
