@@ -44,7 +44,7 @@ cdef uint8_t *_spare_data[SPARES]
 cdef size_t _spare_cap[SPARES]
 cdef int _n_spares = 0
 cdef size_t _spare_bytes = 0
-cdef size_t _last_size[N_COLUMNS]   # what each column needed last time: the next one's guess
+cdef size_t _last_size[N_COLUMNS]   # the most each column needed: the next chunk's guess
 
 
 cdef void _give_back(uint8_t *data, size_t cap) noexcept:
@@ -139,14 +139,16 @@ cdef void _adopt_spares(kc_columns *c) noexcept:
 
 
 cdef void _remember_sizes(kc_columns *c) noexcept:
-    """Guess the next chunk's needs from this one's, with room for one more batch (the C
-    side reserves a whole batch's bytes before decoding it), so it never has to grow."""
+    """Guess the next chunks' needs: the largest seen, with room for one more batch (the C
+    side reserves a whole batch's bytes before decoding it), so they never have to grow."""
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
+    cdef size_t guess
     _buffers(c, bufs)
     for i in range(N_COLUMNS):
-        if bufs[i].len:
-            _last_size[i] = bufs[i].len + bufs[i].len // 8 + (1 << 20)
+        guess = bufs[i].len + bufs[i].len // 8 + (1 << 20)
+        if bufs[i].len and guess > _last_size[i]:
+            _last_size[i] = guess
 
 
 cdef object _take(kc_buf *b, object dtype):
