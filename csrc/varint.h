@@ -52,6 +52,9 @@ static inline int kc_read_varint(const uint8_t *p, const uint8_t *end, int32_t *
     if (p < end && p[0] < 0x80) {           /* one byte: the common case */
         raw = p[0];
         n = 1;
+    } else if (end - p >= 2 && p[1] < 0x80 && p[1] != 0) {  /* two bytes: record lengths */
+        raw = (uint64_t)(p[0] & 0x7f) | ((uint64_t)p[1] << 7);
+        n = 2;
     } else if ((n = kc_read_raw(p, end, 32, &raw, strict)) <= 0) {
         return n;
     }
@@ -67,6 +70,9 @@ static inline int kc_read_varlong(const uint8_t *p, const uint8_t *end, int64_t 
     if (p < end && p[0] < 0x80) {
         raw = p[0];
         n = 1;
+    } else if (end - p >= 2 && p[1] < 0x80 && p[1] != 0) {
+        raw = (uint64_t)(p[0] & 0x7f) | ((uint64_t)p[1] << 7);
+        n = 2;
     } else if ((n = kc_read_raw(p, end, 64, &raw, strict)) <= 0) {
         return n;
     }
