@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import kcodec
 from kcodec import ControlType
+from kcodec.dump import CODEC_NAMES, batch_json, dump_index_lines, dump_log_lines
 
 
 def sample_events(count: int, start_ms: int) -> list[tuple[bytes, bytes, int, list[tuple[str, bytes]]]]:
@@ -86,15 +90,250 @@ def demo(args: argparse.Namespace) -> int:
     return 0
 
 
+class Progress:
+    """A one-line progress count on stderr, shown only on a terminal."""
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total, self.label, self.done = total, label, 0
+        self.enabled = sys.stderr.isatty() and total > 1
+
+    def step(self, name: str) -> None:
+        self.done += 1
+        if self.enabled:
+            print(f"\r{self.label} {self.done}/{self.total} {name[-50:]:<50}", end="",
+                  file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.enabled:
+            print("\r" + " " * 80 + "\r", end="", file=sys.stderr, flush=True)
+
+
+def _log_files(paths: Sequence[str]) -> list[Path]:
+    files: list[Path] = []
+    for name in paths:
+        p = Path(name)
+        if p.is_dir():
+            files += sorted(p.rglob("*.log"))
+        else:
+            files.append(p)
+    return files
+
+
+def dump(args: argparse.Namespace) -> int:
+    """Print segments and indexes as kafka-dump-log does (or as JSON)."""
+    for path in _log_files(args.files) if not args.index_files else [Path(f) for f in args.files]:
+        if path.suffix in (".index", ".timeindex"):
+            for line in dump_index_lines(path):
+                print(line)
+            continue
+        if args.json or args.jsonl:
+            from kcodec.segments import Segment
+            with Segment(path) as segment:
+                items = [batch_json(b, args.deep_iteration, args.print_data_log)
+                         for b in segment.reader(validate_crc=False)]
+            if args.jsonl:
+                for item in items:
+                    print(json.dumps({"file": str(path), **item}))
+            else:
+                print(json.dumps({"file": str(path), "batches": items}, indent=1))
+            continue
+        for line in dump_log_lines(path, args.deep_iteration, args.print_data_log):
+            print(line)
+    return 0
+
+
+def verify(args: argparse.Namespace) -> int:
+    """Check CRCs, record structure and index consistency; exit 1 on any problem."""
+    from kcodec.segments import Segment
+    files = _log_files(args.paths)
+    progress = Progress(len(files), "verify")
+    problems = batches = records = 0
+    for path in files:
+        progress.step(str(path))
+        with Segment(path) as segment:
+            try:
+                reader = segment.reader()
+                for batch in reader:
+                    batches += 1
+                    records += len(batch.records())
+                if reader.trailing_bytes:
+                    print(f"{path}: {reader.trailing_bytes} trailing bytes (a partial batch)")
+            except kcodec.errors.KcodecError as exc:
+                problems += 1
+                print(f"{path}: {exc}")
+            for problem in segment.verify_indexes():
+                problems += 1
+                print(f"{path}: {problem}")
+    progress.close()
+    print(f"verified {len(files)} segments, {batches} batches, {records} records: "
+          f"{'no problems' if not problems else f'{problems} problems'}")
+    return 1 if problems else 0
+
+
+def _stats_for(paths: list[Path]) -> dict[str, Any]:
+    from kcodec.segments import Segment
+    out: dict[str, Any] = {"segments": len(paths), "batches": 0, "records": 0, "bytes": 0,
+                           "record_bytes": 0, "codecs": {}, "magics": {}, "producers": set(),
+                           "transactional_batches": 0, "control_batches": 0,
+                           "min_timestamp": None, "max_timestamp": None,
+                           "first_offset": None, "last_offset": None}
+    for path in paths:
+        with Segment(path) as segment:
+            for batch in segment.reader():
+                out["batches"] += 1
+                out["bytes"] += batch.size
+                codec = CODEC_NAMES.get(batch.compression_id, str(batch.compression_id))
+                out["codecs"][codec] = out["codecs"].get(codec, 0) + 1
+                out["magics"][batch.magic] = out["magics"].get(batch.magic, 0) + 1
+                if batch.producer_id >= 0:
+                    out["producers"].add(batch.producer_id)
+                out["transactional_batches"] += batch.is_transactional
+                out["control_batches"] += batch.is_control
+                for r in batch:
+                    out["records"] += 1
+                    out["record_bytes"] += len(r.key or b"") + len(r.value or b"")
+                    if r.timestamp >= 0:
+                        out["min_timestamp"] = min(out["min_timestamp"] or r.timestamp, r.timestamp)
+                        out["max_timestamp"] = max(out["max_timestamp"] or r.timestamp, r.timestamp)
+                    out["first_offset"] = r.offset if out["first_offset"] is None else out["first_offset"]
+                    out["last_offset"] = r.offset
+    out["producers"] = len(out["producers"])
+    out["compression_ratio"] = round(out["record_bytes"] / out["bytes"], 3) if out["bytes"] else None
+    return out
+
+
+def stats(args: argparse.Namespace) -> int:
+    """Per partition and overall: batches, records, bytes, codecs, ratio, magics, time range."""
+    from kcodec.segments import log_directories
+    report: dict[str, Any] = {}
+    directories = [d for name in args.paths for d in log_directories(name)]
+    progress = Progress(len(directories), "stats")
+    for directory in directories:
+        progress.step(str(directory))
+        files = [directory] if directory.is_file() else sorted(directory.glob("*.log"))
+        report[str(directory)] = _stats_for(files)
+    progress.close()
+    overall = _stats_for(_log_files(args.paths)) if len(report) > 1 else None
+    if args.json:
+        print(json.dumps({"partitions": report, "overall": overall}, indent=1))
+        return 0
+    for name, item in list(report.items()) + ([("overall", overall)] if overall else []):
+        print(f"{name}: {item['batches']} batches, {item['records']} records, {item['bytes']} "
+              f"bytes (ratio {item['compression_ratio']}), codecs {item['codecs']}, magics "
+              f"{item['magics']}, offsets {item['first_offset']}-{item['last_offset']}, time "
+              f"{item['min_timestamp']}-{item['max_timestamp']}, {item['producers']} producers, "
+              f"{item['transactional_batches']} transactional and {item['control_batches']} "
+              "control batches")
+    return 0
+
+
+def convert_command(args: argparse.Namespace) -> int:
+    """Rewrite a segment or partition directory to another magic, codec or level."""
+    from kcodec.segments import log_directories, split_entries, write_partition
+    sources = log_directories(args.source)
+    for source in sources:
+        files = [source] if source.is_file() else sorted(source.glob("*.log"))
+        target = Path(args.destination) / (source.name if len(sources) > 1 or source.is_dir()
+                                           else source.stem)
+        converted = []
+        for path in files:
+            converted.append(kcodec.convert(Path(path).read_bytes(), magic=args.magic,
+                                            compression=args.compression, level=args.level,
+                                            on_loss="ignore" if args.allow_loss else "raise"))
+        write_partition(target, (e for data in converted for e in split_entries(data)))
+        written = sum(len(list(kcodec.read_batches(p.read_bytes()))) for p in target.glob("*.log"))
+        print(f"{source} -> {target}: {written} batches written and read back")
+    return 0
+
+
+def gen(args: argparse.Namespace) -> int:
+    """Write sample partitions: JSON-like events in several codecs, keys, headers, transactions."""
+    from kcodec.segments import split_entries, write_partition
+    codecs = args.codecs.split(",")
+    for partition in range(args.partitions):
+        codec = codecs[partition % len(codecs)]
+        events = sample_events(args.records, 1_700_000_000_000 + partition)
+        data, _ = _batches(events, args.batch_size, codec)
+        target = Path(args.destination) / f"{args.topic}-{partition}"
+        write_partition(target, split_entries(data), segment_bytes=args.segment_bytes)
+        print(f"{target}: {args.records} records, {codec}")
+    return 0
+
+
+def bench(args: argparse.Namespace) -> int:
+    """Time kcodec on sample data here: build, read, columns, per codec (records/s)."""
+    events = sample_events(args.records, 1_700_000_000_000)
+    print(f"{'codec':<7} {'build':>12} {'read':>12} {'columns':>12}   (records/s, best of 5)")
+    for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
+        def best(fn: Any) -> float:
+            times = []
+            for _ in range(5):
+                began = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - began)
+            return len(events) / min(times)
+        data, _ = _batches(events, args.batch_size, codec)
+        build = best(lambda: _batches(events, args.batch_size, codec))
+        read = best(lambda: [r.value for b in kcodec.read_batches(data) for r in b])
+        columns = best(lambda: kcodec.decode_columns(data))
+        print(f"{codec:<7} {build:>12,.0f} {read:>12,.0f} {columns:>12,.0f}")
+    print("the comparisons with other libraries are in bench/ of the source tree")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kcodec", description=kcodec.__doc__)
     parser.add_argument("--version", action="version", version=f"kcodec {kcodec.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo_parser = commands.add_parser("demo", help="build and read sample Kafka record batches",
-                                      description=demo.__doc__)
+
+    def command(name: str, fn: Any, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=fn.__doc__)
+        sub.set_defaults(run=fn)
+        return sub
+
+    demo_parser = command("demo", demo, "build and read sample Kafka record batches")
     demo_parser.add_argument("--records", type=int, default=10_000, help="records to generate")
     demo_parser.add_argument("--batch-size", type=int, default=500, help="records per batch")
-    demo_parser.set_defaults(run=demo)
+
+    dump_parser = command("dump", dump, "print segments as kafka-dump-log does")
+    dump_parser.add_argument("files", nargs="+", help=".log, .index or .timeindex files or dirs")
+    dump_parser.add_argument("--deep-iteration", action="store_true", help="print records")
+    dump_parser.add_argument("--print-data-log", action="store_true",
+                             help="print keys and values (implies --deep-iteration)")
+    dump_parser.add_argument("--json", action="store_true", help="one JSON document per file")
+    dump_parser.add_argument("--jsonl", action="store_true", help="one JSON line per batch")
+    dump_parser.add_argument("--index-files", action="store_true",
+                             help="take the arguments as files even if directories")
+
+    verify_parser = command("verify", verify, "check CRCs, records and indexes")
+    verify_parser.add_argument("paths", nargs="+", help="segments, partition or log directories")
+
+    stats_parser = command("stats", stats, "per-partition and overall statistics")
+    stats_parser.add_argument("paths", nargs="+")
+    stats_parser.add_argument("--json", action="store_true")
+
+    convert_parser = command("convert", convert_command,
+                             "rewrite segments to another magic, codec or level")
+    convert_parser.add_argument("source", help="a .log file, partition or log directory")
+    convert_parser.add_argument("destination", help="directory to write partitions into")
+    convert_parser.add_argument("--magic", type=int, default=2, choices=(0, 1, 2))
+    convert_parser.add_argument("--compression", default=None, help="codec (default: keep)")
+    convert_parser.add_argument("--level", type=int, default=None)
+    convert_parser.add_argument("--allow-loss", action="store_true",
+                                help="drop what the target magic cannot hold")
+
+    gen_parser = command("gen", gen, "write sample partitions")
+    gen_parser.add_argument("destination")
+    gen_parser.add_argument("--topic", default="events")
+    gen_parser.add_argument("--partitions", type=int, default=3)
+    gen_parser.add_argument("--records", type=int, default=10_000)
+    gen_parser.add_argument("--batch-size", type=int, default=500)
+    gen_parser.add_argument("--codecs", default="none,gzip,snappy,lz4,zstd")
+    gen_parser.add_argument("--segment-bytes", type=int, default=1 << 30)
+
+    bench_parser = command("bench", bench, "time kcodec on sample data")
+    bench_parser.add_argument("--records", type=int, default=20_000)
+    bench_parser.add_argument("--batch-size", type=int, default=1000)
     return parser
 
 
@@ -102,6 +341,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except kcodec.errors.KcodecError as exc:
+        print(f"kcodec: error: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as exc:
         print(f"kcodec: error: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,146 @@
+"""``kafka-dump-log``'s output, line for line (FORMAT.md §9.7), and a JSON form of it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kcodec._batch import RecordBatch
+from kcodec._legacy import LegacyBatch
+from kcodec._record import Record
+from kcodec.constants import ControlType, TimestampType
+from kcodec.segments import Segment, read_offset_index, read_time_index
+
+CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+TS_NAMES = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime",
+            TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType"}
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def batch_line(batch: RecordBatch | LegacyBatch) -> str:
+    codec = CODEC_NAMES.get(batch.compression_id, str(batch.compression_id))
+    ts_name = TS_NAMES[batch.timestamp_type]
+    if isinstance(batch, LegacyBatch):
+        return (f"offset: {batch.last_offset} position: {batch.position} {ts_name}: "
+                f"{batch.timestamp} size: {batch.size} magic: {batch.magic} compresscodec: {codec} "
+                f"crc: {batch.crc} isvalid: {_bool(batch.is_valid())}")
+    horizon = ("OptionalLong.empty" if batch.delete_horizon_ms is None
+               else f"OptionalLong[{batch.delete_horizon_ms}]")
+    return (f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} "
+            f"count: {batch.record_count} baseSequence: {batch.base_sequence} "
+            f"lastSequence: {batch.last_sequence} producerId: {batch.producer_id} "
+            f"producerEpoch: {batch.producer_epoch} "
+            f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
+            f"isTransactional: {_bool(batch.is_transactional)} "
+            f"isControl: {_bool(batch.is_control)} deleteHorizonMs: {horizon} "
+            f"position: {batch.position} {ts_name}: {batch.max_timestamp} size: {batch.size} "
+            f"magic: {batch.magic} compresscodec: {codec} crc: {batch.crc} "
+            f"isvalid: {_bool(batch.is_valid())}")
+
+
+def record_line(batch: RecordBatch | LegacyBatch, record: Record, print_data: bool) -> str:
+    ts_name = TS_NAMES[batch.timestamp_type]
+    key_size = -1 if record.key is None else len(record.key)
+    value_size = -1 if record.value is None else len(record.value)
+    line = (f"| offset: {record.offset} {ts_name}: {record.timestamp} keySize: {key_size} "
+            f"valueSize: {value_size}")
+    if isinstance(batch, LegacyBatch):
+        line += f" isValid: {_bool(batch.is_valid())} crc: {batch.crc}}}"
+    else:
+        keys = ",".join(k for k, _ in record.headers)
+        line += f" sequence: {record.sequence} headerKeys: [{keys}]"
+    if batch.is_control:
+        control = record.control_type
+        if control in (ControlType.ABORT, ControlType.COMMIT):
+            line += f" endTxnMarker: {control.name} coordinatorEpoch: {record.coordinator_epoch}"
+        else:
+            type_id = int.from_bytes((record.key or b"\0\0\0\0")[2:4], "big", signed=True)
+            name = control.name if control is not None and control != ControlType.UNKNOWN \
+                else f"UNKNOWN({type_id})"
+            line += f" controlType: {name}"
+    elif print_data:
+        if record.key is not None:
+            line += f" key: {_text(record.key)}"
+        if record.value is not None:
+            line += f" payload: {_text(record.value)}"
+    return line
+
+
+def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = False) -> Iterator[str]:
+    """The lines ``kafka-dump-log.sh --files path [--deep-iteration] [--print-data-log]``
+    prints for a ``.log`` file."""
+    deep = deep or print_data
+    with Segment(path) as segment:
+        yield f"Dumping {path}"
+        yield f"Log starting offset: {segment.base_offset}"
+        reader = segment.reader(validate_crc=False)
+        for batch in reader:
+            yield batch_line(batch)
+            if deep:
+                for record in batch:
+                    yield record_line(batch, record, print_data)
+            del batch
+        if reader.trailing_bytes:
+            yield f"Found {reader.trailing_bytes} invalid bytes at the end of {Path(path).name}"
+        del reader
+
+
+def dump_index_lines(path: str | Path) -> Iterator[str]:
+    """What kafka-dump-log prints for an ``.index`` or ``.timeindex`` file."""
+    p = Path(path)
+    base = int(p.stem) if p.stem.isdigit() else 0
+    yield f"Dumping {path}"
+    if p.suffix == ".timeindex":
+        entries = read_time_index(p, base)
+        lines = [f"timestamp: {e.timestamp} offset: {e.offset}" for e in entries]
+    else:
+        index = read_offset_index(p, base)
+        lines = [f"offset: {e.offset} position: {e.position}" for e in index]
+    if not lines:
+        yield f"{path} is empty."
+    yield from lines
+
+
+def batch_json(batch: RecordBatch | LegacyBatch, deep: bool, print_data: bool) -> dict[str, Any]:
+    """A batch as a JSON-ready dict (the fields kafka-dump-log prints, named in snake case)."""
+    out: dict[str, Any] = {
+        "position": batch.position, "size": batch.size, "magic": batch.magic,
+        "base_offset": batch.base_offset, "last_offset": batch.last_offset,
+        "compression": CODEC_NAMES.get(batch.compression_id, batch.compression_id),
+        "timestamp_type": TS_NAMES[batch.timestamp_type], "max_timestamp": batch.max_timestamp,
+        "crc": batch.crc, "is_valid": batch.is_valid(),
+        "producer_id": batch.producer_id, "producer_epoch": batch.producer_epoch,
+        "base_sequence": batch.base_sequence, "partition_leader_epoch": batch.partition_leader_epoch,
+        "is_transactional": batch.is_transactional, "is_control": batch.is_control,
+    }
+    if isinstance(batch, RecordBatch):
+        out["record_count"] = batch.record_count
+        out["delete_horizon_ms"] = batch.delete_horizon_ms
+    if deep or print_data:
+        records = []
+        for r in batch:
+            item: dict[str, Any] = {
+                "offset": r.offset, "timestamp": r.timestamp, "sequence": r.sequence,
+                "key_size": -1 if r.key is None else len(r.key),
+                "value_size": -1 if r.value is None else len(r.value),
+                "header_keys": [k for k, _ in r.headers]}
+            if r.control_type is not None:
+                item["control_type"] = r.control_type.name
+                item["coordinator_epoch"] = r.coordinator_epoch
+            elif print_data:
+                item["key"] = None if r.key is None else _text(r.key)
+                item["value"] = None if r.value is None else _text(r.value)
+            records.append(item)
+        out["records"] = records
+    return out
+
+
+__all__ = ["batch_json", "batch_line", "dump_index_lines", "dump_log_lines", "record_line"]

@@ -1,0 +1,318 @@
+"""Kafka log segments on disk: partition directories, ``.log``, ``.index``, ``.timeindex``.
+
+Logs are read through a memory map (nothing is read into memory whole); indexes are read
+as Kafka reads them, stopping at the zero-filled tail of a preallocated active index
+(FORMAT.md §9). :func:`write_partition` writes a new partition directory the way a broker
+lays one out, atomically: everything is written and fsynced in a temporary directory
+beside the target, which is then renamed into place, so an interrupted write leaves no
+half-written partition and never touches its input.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import mmap
+import os
+import re
+import shutil
+import struct
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from kcodec._batch import BatchReader, RecordBatch, read_batches
+from kcodec._legacy import LegacyBatch
+
+Entry = RecordBatch | LegacyBatch
+SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
+PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+#: Kafka's defaults: index.interval.bytes, segment.bytes.
+INDEX_INTERVAL_BYTES = 4096
+SEGMENT_BYTES = 1 << 30
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexEntry:
+    """An offset index entry (absolute offset, byte position in the .log)."""
+
+    offset: int
+    position: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeIndexEntry:
+    """A time index entry (timestamp, absolute offset)."""
+
+    timestamp: int
+    offset: int
+
+
+def read_offset_index(path: str | os.PathLike[str], base_offset: int) -> list[IndexEntry]:
+    """The entries of an ``.index`` file (8 bytes each: relative offset, position)."""
+    data = Path(path).read_bytes()
+    entries = []
+    for i in range(len(data) // 8):
+        relative, position = struct.unpack_from(">ii", data, 8 * i)
+        if i > 0 and relative == 0:
+            break  # the zero-filled tail of a preallocated index
+        entries.append(IndexEntry(base_offset + relative, position))
+    return entries
+
+
+def read_time_index(path: str | os.PathLike[str], base_offset: int) -> list[TimeIndexEntry]:
+    """The entries of a ``.timeindex`` file (12 bytes each: timestamp, relative offset)."""
+    data = Path(path).read_bytes()
+    entries = []
+    for i in range(len(data) // 12):
+        timestamp, relative = struct.unpack_from(">qi", data, 12 * i)
+        if i > 0 and timestamp == 0 and relative == 0:
+            break
+        entries.append(TimeIndexEntry(timestamp, base_offset + relative))
+    return entries
+
+
+class Segment:
+    """One ``<base offset>.log`` with its indexes. Use as a context manager (or close())."""
+
+    def __init__(self, log_path: str | os.PathLike[str]) -> None:
+        self.path = Path(log_path)
+        match = SEGMENT_NAME.match(self.path.name)
+        self.base_offset = int(match.group(1)) if match else 0
+        self._file = open(self.path, "rb")
+        size = os.fstat(self._file.fileno()).st_size
+        self._map: mmap.mmap | None = (mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+                                       if size else None)
+        index_path = self.path.with_suffix(".index")
+        time_path = self.path.with_suffix(".timeindex")
+        self.index = read_offset_index(index_path, self.base_offset) if index_path.exists() else []
+        self.time_index = (read_time_index(time_path, self.base_offset)
+                           if time_path.exists() else [])
+
+    @property
+    def size(self) -> int:
+        return len(self._map) if self._map is not None else 0
+
+    def close(self) -> None:
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:
+                pass  # batches still refer to it; it closes when they go
+        self._file.close()
+
+    def __enter__(self) -> Segment:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def data(self) -> memoryview:
+        """The whole log, mapped (no copy)."""
+        return memoryview(self._map) if self._map is not None else memoryview(b"")
+
+    def reader(self, position: int = 0, **options: Any) -> BatchReader:
+        """Batches from byte ``position`` on; their ``position`` is relative to it."""
+        return read_batches(self.data[position:], **options)
+
+    def batches(self, **options: Any) -> Iterator[Entry]:
+        yield from self.reader(**options)
+
+    def position_of(self, offset: int) -> int:
+        """Where to start reading for ``offset``: the greatest index entry at or below it."""
+        keys = [e.offset for e in self.index]
+        i = bisect.bisect_right(keys, offset) - 1
+        return self.index[i].position if i >= 0 else 0
+
+    def seek(self, offset: int, **options: Any) -> Iterator[Entry]:
+        """Batches from the one holding ``offset`` on (using the offset index)."""
+        start = self.position_of(offset)
+        for entry in self.reader(start, **options):
+            if entry.last_offset >= offset:
+                yield entry
+
+    def offset_for_time(self, timestamp: int) -> int | None:
+        """The first offset whose batch may hold a timestamp >= ``timestamp`` (time index
+        lookup as ``LogSegment.findOffsetByTimestamp`` starts it), or None past the end."""
+        start = self.base_offset
+        for entry in self.time_index:
+            if entry.timestamp < timestamp:
+                continue
+            break
+        else:
+            if self.time_index:
+                start = self.time_index[-1].offset
+        for batch in self.seek(start):
+            if batch.max_timestamp >= timestamp:
+                return batch.base_offset if isinstance(batch, RecordBatch) else batch.last_offset
+        return None
+
+    def verify_indexes(self) -> list[str]:
+        """Problems found comparing the indexes with the log (empty: they agree)."""
+        problems = []
+        starts = {}
+        for batch in self.reader(validate_crc=False):
+            starts[batch.position] = batch
+        previous = None
+        for entry in self.index:
+            found = starts.get(entry.position)
+            if found is None:
+                problems.append(f"index entry {entry} does not point at a batch")
+            elif not (found.last_offset >= entry.offset and
+                      (previous is None or entry.offset > previous.offset)):
+                problems.append(f"index entry {entry} does not match the batch at its position")
+            previous = entry
+        last_ts = None
+        for time_entry in self.time_index:
+            if last_ts is not None and time_entry.timestamp < last_ts:
+                problems.append(f"time index entry {time_entry} goes back in time")
+            last_ts = time_entry.timestamp
+        return problems
+
+
+def partition_of(directory: str | os.PathLike[str]) -> tuple[str, int] | None:
+    """(topic, partition) from a ``<topic>-<partition>`` directory name (split at the last -)."""
+    name = Path(directory).name.split(".")[0] if "." in Path(directory).name else Path(directory).name
+    match = PARTITION_DIR.match(name)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+class Partition:
+    """A partition directory: its segments in offset order."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.path = Path(directory)
+        found = partition_of(self.path)
+        self.topic, self.partition = found if found else (self.path.name, -1)
+        self.segments = [Segment(p) for p in sorted(self.path.glob("*.log"))
+                         if SEGMENT_NAME.match(p.name)]
+
+    def close(self) -> None:
+        for segment in self.segments:
+            segment.close()
+
+    def __enter__(self) -> Partition:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def batches(self, start_offset: int | None = None, **options: Any) -> Iterator[Entry]:
+        for i, segment in enumerate(self.segments):
+            following = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
+            if start_offset is not None and following is not None and following <= start_offset:
+                continue
+            if start_offset is None:
+                yield from segment.batches(**options)
+            else:
+                yield from segment.seek(start_offset, **options)
+
+
+def open_path(path: str | os.PathLike[str]) -> Partition | Segment:
+    """A partition directory or a single ``.log`` file."""
+    p = Path(path)
+    return Partition(p) if p.is_dir() else Segment(p)
+
+
+def log_directories(path: str | os.PathLike[str]) -> list[Path]:
+    """The partition directories under a log directory (or the path itself)."""
+    p = Path(path)
+    if p.is_file() or any(SEGMENT_NAME.match(c.name) for c in p.iterdir()):
+        return [p]
+    return sorted(c for c in p.iterdir() if c.is_dir() and any(c.glob("*.log")))
+
+
+def _index_entries(batches: Iterable[bytes], base_offset: int,
+                   interval: int) -> tuple[bytes, bytes, int]:
+    """The .index and .timeindex a broker writes while appending these batches, as
+    LogSegment.append does; returns them and the log size."""
+    index, time_index = bytearray(), bytearray()
+    position = since_last = 0
+    max_ts, max_ts_offset, last_time_entry = -1, base_offset, None
+    for raw in batches:
+        (entry,) = read_batches(raw, validate_crc=False)
+        if entry.max_timestamp > max_ts:
+            max_ts, max_ts_offset = entry.max_timestamp, entry.last_offset
+        if since_last > interval:
+            index += struct.pack(">ii", entry.last_offset - base_offset, position)
+            if last_time_entry is None or max_ts > last_time_entry:
+                time_index += struct.pack(">qi", max_ts, max_ts_offset - base_offset)
+                last_time_entry = max_ts
+            since_last = 0
+        since_last += len(raw)
+        position += len(raw)
+    if max_ts >= 0 and (last_time_entry is None or max_ts > last_time_entry):
+        time_index += struct.pack(">qi", max_ts, max_ts_offset - base_offset)  # on roll/close
+    return bytes(index), bytes(time_index), position
+
+
+def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes], *,
+                    index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+                    segment_bytes: int = SEGMENT_BYTES) -> Path:
+    """Write ``batches`` (each the bytes of one batch or log entry) as a partition directory.
+
+    Segments roll at ``segment_bytes`` and are named by their first offset; each gets its
+    ``.index`` and ``.timeindex``. The directory must not exist yet: it appears whole or not
+    at all (written aside, fsynced, renamed).
+    """
+    target = Path(directory)
+    if target.exists():
+        raise FileExistsError(f"{target} exists; kcodec never overwrites a partition")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        segment: list[bytes] = []
+        size = 0
+        base = None
+        for raw in batches:
+            (entry,) = read_batches(raw, validate_crc=False)
+            first = entry.base_offset  # a legacy wrapper is decoded to find it
+            if segment and size + len(raw) > segment_bytes:
+                _write_segment(staging, base or 0, segment, index_interval_bytes)
+                segment, size = [], 0
+            if not segment:
+                base = first
+            segment.append(bytes(raw))
+            size += len(raw)
+        if segment:
+            _write_segment(staging, base or 0, segment, index_interval_bytes)
+        _fsync_directory(staging)
+        os.rename(staging, target)
+        _fsync_directory(target.parent)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def _write_segment(directory: Path, base_offset: int, batches: list[bytes], interval: int) -> None:
+    name = f"{base_offset:020d}"
+    index, time_index, _ = _index_entries(batches, base_offset, interval)
+    for suffix, content in ((".log", b"".join(batches)), (".index", index),
+                            (".timeindex", time_index)):
+        with open(directory / (name + suffix), "wb") as f:
+            f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _fsync_directory(directory: Path) -> None:
+    if hasattr(os, "O_DIRECTORY"):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
+    """The bytes of each batch or log entry in ``data``."""
+    for entry in read_batches(data):
+        yield bytes(entry.buffer)
+
+
+__all__ = ["IndexEntry", "Partition", "Segment", "TimeIndexEntry", "log_directories",
+           "open_path", "partition_of", "read_offset_index", "read_time_index",
+           "split_entries", "write_partition"]

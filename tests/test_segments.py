@@ -1,0 +1,197 @@
+"""kcodec.segments and the command line, on real broker segments and written ones."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kcodec
+from kcodec import segments
+from kcodec.cli import main
+
+from .conftest import real_segments, shared_path
+
+TS = 1700000000000
+
+
+def partition_dirs() -> list[Path]:
+    return sorted({p.parent for p in real_segments()})
+
+
+@pytest.mark.parametrize("directory", partition_dirs(), ids=lambda p: p.name)
+def test_real_partitions(directory: Path) -> None:
+    with segments.Partition(directory) as partition:
+        assert partition.topic and partition.partition >= 0
+        for segment in partition.segments:
+            direct = [(b.position, b.last_offset) for b in kcodec.read_batches(
+                segment.path.read_bytes())]
+            assert [(b.position, b.last_offset) for b in segment.batches()] == direct
+            assert segment.verify_indexes() == []
+            for entry in segment.index:
+                assert entry.position in {p for p, _ in direct}
+
+
+def test_segment_with_non_zero_base_offset() -> None:
+    directory = shared_path("testdata", "kafka-segments", "silvagois__project_data_enginnering",
+                            "__consumer_offsets-11")
+    with segments.Partition(directory) as partition:
+        (segment,) = partition.segments
+        assert segment.base_offset == 1 and segment.index == []
+        assert segment.time_index == [segments.TimeIndexEntry(1625619544680, 8)]
+        assert [b.base_offset for b in partition.batches(start_offset=5)][:2] == [5, 6]
+
+
+def test_seek_by_offset_and_time_with_the_indexes() -> None:
+    directory = shared_path("testdata", "kafka-segments", "hafizhkusuma__BigData-Project1Kafka",
+                            "sensor-suhu-0")
+    with segments.Partition(directory) as partition:
+        (segment,) = partition.segments
+        assert len(segment.index) > 50
+        first = next(segment.seek(2000))
+        assert first.base_offset <= 2000 <= first.last_offset
+        assert segment.position_of(2000) <= first.position + segment.position_of(2000)
+        target = segment.time_index[10]
+        offset = segment.offset_for_time(target.timestamp)
+        assert offset is not None and offset <= target.offset
+        assert segment.offset_for_time(10**15) is None
+
+
+def sample_log(n: int = 50, per_batch: int = 10) -> list[bytes]:
+    out = []
+    for start in range(0, n, per_batch):
+        builder = kcodec.BatchBuilder(base_offset=start, compression="lz4")
+        for i in range(start, start + per_batch):
+            builder.append(b"value-%d" % i * 40, key=b"k%d" % i, timestamp=TS + i)
+        out.append(builder.build())
+    return out
+
+
+def test_write_partition_and_read_back(tmp_path: Path) -> None:
+    target = segments.write_partition(tmp_path / "events-0", sample_log(200),
+                                      index_interval_bytes=200, segment_bytes=1500)
+    with segments.Partition(target) as partition:
+        assert (partition.topic, partition.partition) == ("events", 0)
+        assert len(partition.segments) > 1
+        assert [s.base_offset for s in partition.segments][0] == 0
+        assert all(s.path.name == f"{s.base_offset:020d}.log" for s in partition.segments)
+        assert all(s.index and s.verify_indexes() == [] for s in partition.segments[:-1])
+        offsets = [r.offset for b in partition.batches() for r in b]
+        assert offsets == list(range(200))
+    with pytest.raises(FileExistsError):
+        segments.write_partition(target, sample_log(10))
+
+
+def test_interrupted_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = tmp_path / "in.log"
+    data = b"".join(sample_log(30))
+    source.write_bytes(data)
+    def fail(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "rename", fail)
+    with pytest.raises(OSError):
+        segments.write_partition(tmp_path / "out-0", segments.split_entries(source.read_bytes()))
+    assert not (tmp_path / "out-0").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.log"]  # no staging left
+    assert source.read_bytes() == data
+
+
+KILL_SCRIPT = """
+import sys, kcodec
+from kcodec import segments
+def batches():
+    for i in range(100000):
+        b = kcodec.BatchBuilder(base_offset=i)
+        b.append(b"x" * 1000, timestamp=1)
+        yield b.build()
+        if i == 2000:
+            print("writing", flush=True)
+segments.write_partition(sys.argv[1], batches(), segment_bytes=1 << 20)
+"""
+
+
+def test_killed_write_leaves_no_partition(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(tmp_path / "t-0")],
+                            stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(__file__))
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "writing"
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+    assert not (tmp_path / "t-0").exists()
+
+
+# ---- kafka-dump-log's format (FORMAT.md §9.7), built by hand ---------------------------------
+
+def test_dump_golden(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from .conftest import VECTORS
+    log = tmp_path / "00000000000000000005.log"
+    log.write_bytes(VECTORS["v2_commit_marker"] + VECTORS["v2_one"][:40])
+    assert main(["dump", "--deep-iteration", str(log)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"Dumping {log}",
+        "Log starting offset: 5",
+        "baseOffset: 5 lastOffset: 5 count: 1 baseSequence: -1 lastSequence: -1 producerId: 1000 "
+        "producerEpoch: 5 partitionLeaderEpoch: 3 isTransactional: true isControl: true "
+        "deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1700000000000 size: 78 "
+        "magic: 2 compresscodec: none crc: 1087706345 isvalid: true",
+        "| offset: 5 CreateTime: 1700000000000 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] "
+        "endTxnMarker: COMMIT coordinatorEpoch: 7",
+        f"Found 40 invalid bytes at the end of {log.name}",
+    ]
+    legacy = tmp_path / "00000000000000000000.log"
+    legacy.write_bytes(VECTORS["v1_one"] + VECTORS["v2_one"])
+    assert main(["dump", "--print-data-log", str(legacy)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == ("offset: 0 position: 0 CreateTime: 1700000000000 size: 36 magic: 1 "
+                        "compresscodec: none crc: 958827571 isvalid: true")
+    assert lines[3] == ("| offset: 0 CreateTime: 1700000000000 keySize: 1 valueSize: 1 "
+                        "isValid: true crc: 958827571} key: k payload: v")
+    assert lines[5] == ("| offset: 0 CreateTime: 1700000000000 keySize: 1 valueSize: 1 "
+                        "sequence: -1 headerKeys: [h] key: k payload: v")
+
+
+def test_dump_json_and_indexes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = segments.write_partition(tmp_path / "t-0", sample_log(60), index_interval_bytes=100)
+    log = next(target.glob("*.log"))
+    assert main(["dump", "--jsonl", "--print-data-log", str(log)]) == 0
+    items = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(items) == 6 and items[0]["records"][0]["value"].startswith("value-0")
+    assert main(["dump", str(log.with_suffix(".index"))]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("Dumping") and out[1].startswith("offset: ")
+
+
+def test_cli_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gen", str(tmp_path / "gen"), "--records", "300", "--partitions", "2",
+                 "--batch-size", "50"]) == 0
+    assert main(["verify", str(tmp_path / "gen")]) == 0
+    capsys.readouterr()
+    assert main(["stats", "--json", str(tmp_path / "gen")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["overall"]["records"] == 604  # 600 events and 4 COMMIT markers
+    assert main(["convert", str(tmp_path / "gen"), str(tmp_path / "v1"), "--magic", "1",
+                 "--compression", "gzip", "--allow-loss"]) == 0
+    assert main(["verify", str(tmp_path / "v1")]) == 0
+    assert main(["convert", str(tmp_path / "gen"), str(tmp_path / "v1b"), "--magic", "1"]) == 1
+    assert "kcodec: error:" in capsys.readouterr().err
+
+
+def test_verify_reports_corruption(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "00000000000000000000.log"
+    data = bytearray(b"".join(sample_log(20)))
+    data[100] ^= 0xFF
+    log.write_bytes(data)
+    assert main(["verify", str(log)]) == 1
+    out = capsys.readouterr().out
+    assert "CORRUPT_MESSAGE" in out and str(log) in out
+
+
+@pytest.mark.parametrize("command", ["demo", "dump", "verify", "stats", "convert", "gen", "bench"])
+def test_every_command_has_help(command: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "kcodec", command, "--help"],
+                          capture_output=True, text=True, cwd="/")
+    assert proc.returncode == 0 and "usage: kcodec" in proc.stdout
