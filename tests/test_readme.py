@@ -1,4 +1,4 @@
-"""The README's tour runs as written."""
+"""The README's tour runs as written (its ```python blocks; ```py blocks need real files)."""
 
 from __future__ import annotations
 
