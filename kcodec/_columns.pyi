@@ -11,4 +11,5 @@ def decode_chunk(
     offsets: tuple[int, int] = ...,
     timestamps: tuple[int, int] = ...,
     max_decompressed_size: int | None = None,
+    validate_crc: bool = False,
 ) -> dict[str, Any]: ...

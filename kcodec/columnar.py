@@ -118,13 +118,19 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
     want = _want(names)
     offsets = offsets or (INT64_MIN, INT64_MAX)
     timestamps = timestamps or (INT64_MIN, INT64_MAX)
-    reader = read_batches(data, validate_crc=validate_crc, strict=strict,
+    # CRCs of v2 batches are checked by the decoding threads, in parallel; legacy entries'
+    # CRCs are checked as they are framed
+    reader = read_batches(data, validate_crc=False, strict=strict,
                           max_decompressed_size=max_decompressed_size)
     entries = list(select_batches(reader, include_control=include_control,
                                   aborted_transactions=aborted_transactions,
                                   offsets=offsets, timestamps=timestamps))
+    if validate_crc:
+        for entry in entries:
+            if isinstance(entry, LegacyBatch):
+                entry.ensure_valid()
     options = {"strict": strict, "offsets": offsets, "timestamps": timestamps,
-               "max_decompressed_size": max_decompressed_size}
+               "max_decompressed_size": max_decompressed_size, "validate_crc": validate_crc}
     return entries, names, want, options
 
 
