@@ -26,10 +26,12 @@ from kcodec.config import ProducerConfig, TopicConfig
 from kcodec.convert import ConversionReport, LossyConversionWarning, convert
 from kcodec.validator import ValidationResult, validate
 from kcodec.constants import Compression, ControlType, TimestampType
+from kcodec.protocols import Batch
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Batch",
     "BatchBuilder",
     "BatchReader",
     "Compression",

@@ -222,3 +222,13 @@ def test_compressed_batch_fails_whole_as_java() -> None:
         for record in batch:
             yielded.append(record)
     assert yielded == []  # nothing is returned before the error, as Java
+
+
+def test_both_batch_kinds_satisfy_the_batch_protocol() -> None:
+    def describe(batch: kcodec.Batch) -> tuple[int, int, int]:
+        return batch.magic, batch.last_offset, len(batch.records())
+
+    legacy = kcodec.BatchBuilder(magic=1)
+    legacy.append(b"old", timestamp=TS)
+    data = batch_bytes(2) + legacy.build()
+    assert [describe(b) for b in kcodec.read_batches(data)] == [(2, 1, 2), (1, 0, 1)]
