@@ -14,8 +14,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (interleaved, print_table, read_aiokafka, read_kcodec,  # noqa: E402
-                    sample_records)
+from common import interleaved, print_table, read_aiokafka, read_kcodec, sample_records  # noqa: E402
 
 import kcodec  # noqa: E402
 from kcodec import codecs  # noqa: E402

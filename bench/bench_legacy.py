@@ -14,8 +14,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (Records, build_kcodec, interleaved, print_table,  # noqa: E402
-                    read_kcodec, sample_records)
+from common import Records, build_kcodec, interleaved, print_table, read_kcodec, sample_records  # noqa: E402
 
 import kcodec  # noqa: E402
 

@@ -16,9 +16,17 @@ import sys
 import crc32c as crc32c_package
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (build_aiokafka, build_kafka_python, build_kcodec,  # noqa: E402
-                    interleaved, print_table, read_aiokafka, read_kafka_python, read_kcodec,
-                    sample_records)
+from common import (  # noqa: E402
+    build_aiokafka,
+    build_kafka_python,
+    build_kcodec,
+    interleaved,
+    print_table,
+    read_aiokafka,
+    read_kafka_python,
+    read_kcodec,
+    sample_records,
+)
 
 import kcodec  # noqa: E402
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 try:
     from kcodec._batch import BatchReader, RecordBatch, RecordIterator, read_batches
-    from kcodec._legacy import LegacyBatch
-    from kcodec._record import Record
     from kcodec._builder import BatchBuilder, empty_batch
     from kcodec._crc32c import crc32, crc32c, crc32c_backend
+    from kcodec._legacy import LegacyBatch
+    from kcodec._record import Record
     from kcodec._varint import decode_varint, decode_varlong, encode_varint, encode_varlong
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(
@@ -23,10 +23,10 @@ from kcodec import codecs, errors
 from kcodec.codecs import compress, decompress
 from kcodec.columnar import decode_arrow, decode_columns, iter_arrow
 from kcodec.config import ProducerConfig, TopicConfig
-from kcodec.convert import ConversionReport, LossyConversionWarning, convert
-from kcodec.validator import ValidationResult, validate
 from kcodec.constants import Compression, ControlType, TimestampType
+from kcodec.convert import ConversionReport, LossyConversionWarning, convert
 from kcodec.protocols import Batch
+from kcodec.validator import ValidationResult, validate
 
 __version__ = "0.1.0"
 

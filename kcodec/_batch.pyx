@@ -8,7 +8,6 @@ objects; the input itself is never copied and stays exported (so a bytearray
 cannot be resized and an mmap cannot be closed) while a batch refers to it.
 """
 cimport cython
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
@@ -24,7 +23,7 @@ from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR
                              OFF_LEADER_EPOCH, OFF_LENGTH, OFF_MAGIC, OFF_MAX_TIMESTAMP,
                              OFF_PRODUCER_EPOCH, OFF_PRODUCER_ID, OFF_RECORD_COUNT)
 from kcodec._native cimport (KC_ERR_EOF, KC_ERR_HEADER_COUNT, KC_ERR_HEADER_KEY,
-                             KC_ERR_RECORD_SIZE, KC_ERR_VARINT, KC_OK, kc_get_be16,
+                             KC_ERR_VARINT, KC_OK, kc_get_be16,
                              kc_get_be32, kc_get_be64, kc_header, kc_record, kc_scan_header,
                              kc_scan_record, kc_status)
 

@@ -1,10 +1,9 @@
-from typing_extensions import Buffer
-
 from collections.abc import Sequence
 from typing import final
 
-from kcodec.constants import Compression, ControlType, TimestampType
+from typing_extensions import Buffer
 
+from kcodec.constants import Compression, ControlType, TimestampType
 
 @final
 class BatchBuilder:

@@ -7,7 +7,7 @@ v2 record region with the GIL released, so several threads can decode at once.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t, uint8_t, uint32_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, uint8_t, uint32_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy
 

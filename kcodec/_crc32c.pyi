@@ -1,7 +1,5 @@
 from typing_extensions import Buffer
 
-
-
 BACKEND_ENV: str
 
 def crc32c(data: Buffer, value: int = 0) -> int: ...

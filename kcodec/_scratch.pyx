@@ -7,7 +7,6 @@ therefore take their buffers from a small pool of spare ones (as the Java client
 BufferPool does) and give them back when done, so steady-state work stays on warm pages.
 The pool is used with the GIL held.
 """
-from cpython.buffer cimport PyBUF_WRITABLE
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
 from libc.string cimport memcpy
 

@@ -11,7 +11,6 @@ global limit, see :func:`set_max_decompressed_size`), checked while decompressin
 
 from __future__ import annotations
 
-import struct
 import threading
 import zlib
 from typing import Any
@@ -19,11 +18,10 @@ from typing import Any
 import cramjam
 import zstandard
 
-from kcodec._scratch import ScratchBuffer
 from kcodec._frames import lz4_frame_compress, lz4_frame_into, snappy_compress, snappy_into
+from kcodec._scratch import ScratchBuffer
 from kcodec.constants import Compression
-from kcodec.errors import (CompressionError, DecompressionLimitError,
-                           UnsupportedCompressionTypeError)
+from kcodec.errors import CompressionError, DecompressionLimitError, UnsupportedCompressionTypeError
 
 #: The global bound on one decompressed batch (Kafka has no such setting: a consumer
 #: trusts its brokers; this is the equivalent of a ``max.decompressed.message.bytes``).

@@ -22,9 +22,14 @@ from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
 from kcodec.config import TopicConfig
 from kcodec.constants import Compression, TimestampType
-from kcodec.errors import (InvalidRecordError, InvalidTimestampError, RecordListTooLargeError,
-                           RecordTooLargeError, UnsupportedCompressionTypeError,
-                           UnsupportedForMessageFormatError)
+from kcodec.errors import (
+    InvalidRecordError,
+    InvalidTimestampError,
+    RecordListTooLargeError,
+    RecordTooLargeError,
+    UnsupportedCompressionTypeError,
+    UnsupportedForMessageFormatError,
+)
 
 Entry = RecordBatch | LegacyBatch
 

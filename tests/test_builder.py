@@ -8,7 +8,6 @@ import pytest
 
 import kcodec
 from kcodec import ControlType, TimestampType
-from kcodec.errors import NotSupportedError
 
 TS = 1700000000000
 

@@ -13,11 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kcodec
 from kcodec import Compression
 from kcodec import codecs as C
-from kcodec.errors import (CompressionError, DecompressionLimitError, KcodecError,
-                           UnsupportedCompressionTypeError)
+from kcodec.errors import (
+    CompressionError,
+    DecompressionLimitError,
+    KcodecError,
+    UnsupportedCompressionTypeError,
+)
 
 CODECS = [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD]
 LEVELS: dict[Compression, list[int | None]] = {Compression.GZIP: [None, -1, 1, 6, 9], Compression.SNAPPY: [None],

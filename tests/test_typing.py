@@ -1,4 +1,5 @@
-"""The package's stubs and the tests type-check with mypy (strict), and the stubs match."""
+"""Static checks: mypy (strict) on the package stubs and the tests, the stubs against the
+compiled modules, and ruff (pyflakes errors, import order) on all Python code."""
 
 from __future__ import annotations
 
@@ -26,4 +27,12 @@ def test_stubs_match_the_compiled_modules() -> None:
     proc = subprocess.run([sys.executable, "-m", "mypy.stubtest", *modules,
                            "--ignore-missing-stub", "--allowlist", str(allowlist)],
                           cwd=ROOT / "tests", capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ruff() -> None:
+    if not (ROOT / "pyproject.toml").exists():
+        pytest.skip("needs the source checkout")
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "kcodec", "tests", "bench"],
+                          cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -5,10 +5,17 @@ from __future__ import annotations
 import pytest
 
 import kcodec
-from kcodec import Compression, ControlType, TimestampType, TopicConfig, ProducerConfig
-from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError,
-                           InvalidTimestampError, RecordListTooLargeError, RecordTooLargeError,
-                           UnsupportedCompressionTypeError, UnsupportedForMessageFormatError)
+from kcodec import Compression, ControlType, ProducerConfig, TimestampType, TopicConfig
+from kcodec.errors import (
+    ChecksumError,
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    RecordListTooLargeError,
+    RecordTooLargeError,
+    UnsupportedCompressionTypeError,
+    UnsupportedForMessageFormatError,
+)
 
 NOW = 1700000000000
 

@@ -8,8 +8,14 @@ import pytest
 
 import kcodec
 from kcodec import ControlType, TimestampType
-from kcodec.errors import (ChecksumError, CompressionError, CorruptRecordError,
-                           InvalidRecordError, KcodecError, UnsupportedCompressionTypeError)
+from kcodec.errors import (
+    ChecksumError,
+    CompressionError,
+    CorruptRecordError,
+    InvalidRecordError,
+    KcodecError,
+    UnsupportedCompressionTypeError,
+)
 
 from .conftest import JAVA_RESULTS, VECTORS
 
