@@ -193,8 +193,9 @@ def _stats_for(paths: list[Path]) -> dict[str, Any]:
                     out["records"] += 1
                     out["record_bytes"] += len(r.key or b"") + len(r.value or b"")
                     if r.timestamp >= 0:
-                        out["min_timestamp"] = min(out["min_timestamp"] or r.timestamp, r.timestamp)
-                        out["max_timestamp"] = max(out["max_timestamp"] or r.timestamp, r.timestamp)
+                        low, high = out["min_timestamp"], out["max_timestamp"]
+                        out["min_timestamp"] = r.timestamp if low is None else min(low, r.timestamp)
+                        out["max_timestamp"] = r.timestamp if high is None else max(high, r.timestamp)
                     out["first_offset"] = r.offset if out["first_offset"] is None else out["first_offset"]
                     out["last_offset"] = r.offset
     out["producers"] = len(out["producers"])

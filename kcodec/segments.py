@@ -28,6 +28,7 @@ from kcodec._legacy import LegacyBatch
 Entry = RecordBatch | LegacyBatch
 SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+RENAMED_SUFFIX = re.compile(r"\.[0-9a-f]{32}-(delete|future|stray)$")
 #: Kafka's defaults: index.interval.bytes, segment.bytes.
 INDEX_INTERVAL_BYTES = 4096
 SEGMENT_BYTES = 1 << 30
@@ -173,8 +174,9 @@ class Segment:
 
 
 def partition_of(directory: str | os.PathLike[str]) -> tuple[str, int] | None:
-    """(topic, partition) from a ``<topic>-<partition>`` directory name (split at the last -)."""
-    name = Path(directory).name.split(".")[0] if "." in Path(directory).name else Path(directory).name
+    """(topic, partition) from a ``<topic>-<partition>`` directory name (split at the last -),
+    also when renamed ``<topic>-<partition>.<uuid>-delete`` (or ``-future``, ``-stray``)."""
+    name = RENAMED_SUFFIX.sub("", Path(directory).name)
     match = PARTITION_DIR.match(name)
     return (match.group(1), int(match.group(2))) if match else None
 

@@ -195,3 +195,11 @@ def test_every_command_has_help(command: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "kcodec", command, "--help"],
                           capture_output=True, text=True, cwd="/")
     assert proc.returncode == 0 and "usage: kcodec" in proc.stdout
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("orders-0", ("orders", 0)), ("my.dotted-topic-12", ("my.dotted-topic", 12)),
+    ("orders-3.0123456789abcdef0123456789abcdef-delete", ("orders", 3)),
+    ("no-partition-number", None)])
+def test_partition_directory_names(name: str, expected: tuple[str, int] | None) -> None:
+    assert segments.partition_of(name) == expected
