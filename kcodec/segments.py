@@ -135,19 +135,16 @@ class Segment:
                 yield entry
 
     def offset_for_time(self, timestamp: int) -> int | None:
-        """The first offset whose batch may hold a timestamp >= ``timestamp`` (time index
-        lookup as ``LogSegment.findOffsetByTimestamp`` starts it), or None past the end."""
+        """The first offset of the first batch holding a timestamp >= ``timestamp``, or None
+        (``LogSegment.findOffsetByTimestamp``: the time index says where to start scanning)."""
         start = self.base_offset
         for entry in self.time_index:
-            if entry.timestamp < timestamp:
-                continue
-            break
-        else:
-            if self.time_index:
-                start = self.time_index[-1].offset
+            if entry.timestamp >= timestamp:
+                break
+            start = entry.offset  # no batch up to this offset reaches the timestamp
         for batch in self.seek(start):
             if batch.max_timestamp >= timestamp:
-                return batch.base_offset if isinstance(batch, RecordBatch) else batch.last_offset
+                return batch.base_offset
         return None
 
     def verify_indexes(self) -> list[str]:
