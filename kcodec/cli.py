@@ -137,7 +137,8 @@ def dump(args: argparse.Namespace) -> int:
             else:
                 print(json.dumps({"file": str(path), "batches": items}, indent=1))
             continue
-        for line in dump_log_lines(path, args.deep_iteration, args.print_data_log):
+        for line in dump_log_lines(path, args.deep_iteration, args.print_data_log,
+                                   args.skip_record_metadata, args.max_bytes):
             print(line)
     return 0
 
@@ -301,6 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
     dump_parser.add_argument("--deep-iteration", action="store_true", help="print records")
     dump_parser.add_argument("--print-data-log", action="store_true",
                              help="print keys and values (implies --deep-iteration)")
+    dump_parser.add_argument("--skip-record-metadata", action="store_true",
+                             help="with --print-data-log, print only keys and payloads")
+    dump_parser.add_argument("--max-bytes", type=int, default=None,
+                             help="stop before the first batch ending past this many bytes")
     dump_parser.add_argument("--json", action="store_true", help="one JSON document per file")
     dump_parser.add_argument("--jsonl", action="store_true", help="one JSON line per batch")
     dump_parser.add_argument("--index-files", action="store_true",

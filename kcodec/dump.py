@@ -46,7 +46,16 @@ def batch_line(batch: RecordBatch | LegacyBatch) -> str:
             f"isvalid: {_bool(batch.is_valid())}")
 
 
-def record_line(batch: RecordBatch | LegacyBatch, record: Record, print_data: bool) -> str:
+def record_line(batch: RecordBatch | LegacyBatch, record: Record, print_data: bool,
+                skip_metadata: bool = False) -> str:
+    if skip_metadata:  # --skip-record-metadata: only what --print-data-log adds
+        line = ""
+        if print_data and not batch.is_control:
+            if record.key is not None:
+                line += f" key: {_text(record.key)}"
+            if record.value is not None:
+                line += f" payload: {_text(record.value)}"
+        return line
     ts_name = TS_NAMES[batch.timestamp_type]
     key_size = -1 if record.key is None else len(record.key)
     value_size = -1 if record.value is None else len(record.value)
@@ -74,19 +83,22 @@ def record_line(batch: RecordBatch | LegacyBatch, record: Record, print_data: bo
     return line
 
 
-def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = False) -> Iterator[str]:
-    """The lines ``kafka-dump-log.sh --files path [--deep-iteration] [--print-data-log]``
-    prints for a ``.log`` file."""
+def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = False,
+                   skip_metadata: bool = False, max_bytes: int | None = None) -> Iterator[str]:
+    """The lines ``kafka-dump-log.sh --files path [--deep-iteration] [--print-data-log]
+    [--skip-record-metadata] [--max-bytes N]`` prints for a ``.log`` file."""
     deep = deep or print_data
     with Segment(path) as segment:
         yield f"Dumping {path}"
         yield f"Log starting offset: {segment.base_offset}"
         reader = segment.reader(validate_crc=False)
         for batch in reader:
+            if max_bytes is not None and batch.position + batch.size > max_bytes:
+                return
             yield batch_line(batch)
             if deep:
                 for record in batch:
-                    yield record_line(batch, record, print_data)
+                    yield record_line(batch, record, print_data, skip_metadata)
             del batch
         if reader.trailing_bytes:
             yield f"Found {reader.trailing_bytes} invalid bytes at the end of {Path(path).name}"

@@ -154,6 +154,18 @@ def test_dump_golden(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
                         "sequence: -1 headerKeys: [h] key: k payload: v")
 
 
+def test_dump_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from .conftest import VECTORS
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(VECTORS["v2_one"] + VECTORS["v2_two_nullkey"])
+    assert main(["dump", "--print-data-log", "--skip-record-metadata", str(log)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3] == " key: k payload: v" and lines[5] == " payload: a"
+    assert main(["dump", "--max-bytes", "100", str(log)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and lines[2].startswith("baseOffset: 0")
+
+
 def test_dump_json_and_indexes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = segments.write_partition(tmp_path / "t-0", sample_log(60), index_interval_bytes=100)
     log = next(target.glob("*.log"))
