@@ -290,7 +290,7 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
         raise MemoryError()
     cdef size_t records = 0
     for entry in entries:
-        records += entry.record_count if type(entry) is RecordBatch else 1
+        records += max(entry.record_count, 0) if type(entry) is RecordBatch else 1
     _adopt_spares(&chunk.c)
     if kc_columns_reserve(&chunk.c, records, 0) < 0:
         raise MemoryError()

@@ -20,7 +20,7 @@ from kcodec._builder import BatchBuilder
 from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
 from kcodec.constants import Compression, TimestampType
-from kcodec.errors import KcodecError, UnsupportedCompressionTypeError
+from kcodec.errors import InvalidRecordError, KcodecError, UnsupportedCompressionTypeError
 
 OnLoss = Literal["warn", "raise", "ignore"]
 Entry = RecordBatch | LegacyBatch
@@ -102,7 +102,10 @@ def convert(data: Any, *, magic: int, compression: Compression | int | str | Non
     rep = ConversionReport()
     out = bytearray()
     for group in _groups(read_batches(data), magic):
-        out += _convert_group(group, magic, target, level, rep, max_batch_bytes)
+        try:
+            out += _convert_group(group, magic, target, level, rep, max_batch_bytes)
+        except ValueError as exc:  # offsets the target cannot lay out (backwards, too far apart)
+            raise InvalidRecordError(f"cannot convert: {exc}", position=group[0].position) from None
     if rep.lossy:
         text = "conversion to magic %d: %s" % (magic, "; ".join(rep.losses()))
         if on_loss == "raise":

@@ -196,7 +196,7 @@ def _patch_in_place(entries: Sequence[Entry], records: Sequence[Record], next_of
                 attributes |= 0x08
                 max_ts = now
             else:
-                max_ts = max(r.timestamp for r in records)
+                max_ts = max((r.timestamp for r in records), default=-1)
             raw[21:23] = attributes.to_bytes(2, "big")
             raw[35:43] = max_ts.to_bytes(8, "big", signed=True)
             raw[17:21] = crc32c(raw[21:]).to_bytes(4, "big")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -82,3 +85,63 @@ def test_mutations_decode_the_same_or_raise_a_kcodec_error(
     if validate_crc and len(mutated) == len(data):
         # the CRC does not cover offsets 0-20: only those may change what is decoded
         assert got == expected or any(p % len(data) < 21 for p, _ in changes)
+
+
+def _seed_batches() -> list[bytes]:
+    seeds = []
+    for codec in ("none", "gzip", "lz4", "zstd"):
+        b = kcodec.BatchBuilder(compression=codec)
+        for i in range(8):
+            b.append(b"v%d" % i * 5, key=b"k%d" % i, timestamp=1700000000000 + i,
+                     headers=[("h", b"x")])
+        seeds.append(b.build())
+    for magic in (0, 1):
+        for codec in ("none", "gzip"):
+            b = kcodec.BatchBuilder(magic=magic, compression=codec)
+            for i in range(6):
+                b.append(b"v%d" % i, key=b"k%d" % i, timestamp=1700000000000 + i)
+            seeds.append(b.build())
+    return seeds
+
+
+SEEDS = _seed_batches()
+# Inputs found by fuzzing, once: negative record counts, offsets that go backwards or lie
+# further apart than a v2 batch can span, empty v2 batches in validation.
+REGRESSIONS = [
+    "000000000000000000000039ffffffff026c958ff40000000000000000018bcfe5684a0000018bcfe56800"
+    "ffffffffffffffffffffffffffa0b2813945d6dfff000000010e00000003027600",
+    "2c0000000078006400000031000000070251f661db000000000004ffffffffffffffff0000018bcfe56809"
+    "00000000000003e800050000002800000000",
+]
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=150, deadline=None)
+@given(st.sampled_from(SEEDS), mutations, st.integers(0, 10**6), st.sampled_from([0, 1, 2]))
+def test_every_api_raises_only_kcodec_errors(seed: bytes, changes: list[tuple[int, int]],
+                                             cut: int, magic: int) -> None:
+    data = bytearray(seed)
+    for position, byte in changes:
+        data[position % len(data)] = byte
+    del data[len(data) - cut % 8:]
+    _only_kcodec_errors(bytes(data), magic)
+
+
+@pytest.mark.parametrize("hex_text", REGRESSIONS)
+def test_fuzz_regressions(hex_text: str) -> None:
+    for magic in (0, 1, 2):
+        _only_kcodec_errors(bytes.fromhex(hex_text), magic)
+
+
+def _only_kcodec_errors(data: bytes, magic: int) -> None:
+    calls: list[Callable[[], object]] = [
+        lambda: [r for b in kcodec.read_batches(data, validate_crc=False) for r in b],
+        lambda: kcodec.decode_columns(data, validate_crc=False, include_headers=True,
+                                      metadata=True, include_control=True),
+        lambda: kcodec.convert(data, magic=magic, on_loss="ignore"),
+        lambda: kcodec.validate(data, next_offset=0, now=1700000000000, from_client=False),
+    ]
+    for call in calls:
+        try:
+            call()
+        except KcodecError:
+            pass
