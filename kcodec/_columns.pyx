@@ -115,8 +115,27 @@ cdef class _Owned:
         pass
 
 
-cdef kc_buf *_buffers(kc_columns *c, kc_buf **out) noexcept:
-    """Every buffer of c, in a fixed order (N_COLUMNS of them)."""
+# Every column buffer: its key in the result, its numpy type, and the group that fills it.
+# The order is _buffers' order.
+_COLUMNS = (
+    ("offset", numpy.int64, KC_COL_OFFSET), ("timestamp", numpy.int64, KC_COL_TIMESTAMP),
+    ("timestamp_type", numpy.int8, KC_COL_TIMESTAMP), ("key_offsets", numpy.int64, KC_COL_KEY),
+    ("key_data", numpy.uint8, KC_COL_KEY), ("key_valid", numpy.bool_, KC_COL_KEY),
+    ("value_offsets", numpy.int64, KC_COL_VALUE), ("value_data", numpy.uint8, KC_COL_VALUE),
+    ("value_valid", numpy.bool_, KC_COL_VALUE), ("header_offsets", numpy.int64, KC_COL_HEADERS),
+    ("header_key_offsets", numpy.int64, KC_COL_HEADERS),
+    ("header_key_data", numpy.uint8, KC_COL_HEADERS),
+    ("header_value_offsets", numpy.int64, KC_COL_HEADERS),
+    ("header_value_data", numpy.uint8, KC_COL_HEADERS),
+    ("header_value_valid", numpy.bool_, KC_COL_HEADERS), ("magic", numpy.int8, KC_COL_BATCH),
+    ("compression", numpy.int8, KC_COL_BATCH), ("producer_id", numpy.int64, KC_COL_BATCH),
+    ("producer_epoch", numpy.int16, KC_COL_BATCH), ("sequence", numpy.int32, KC_COL_BATCH),
+    ("is_transactional", numpy.bool_, KC_COL_BATCH), ("is_control", numpy.bool_, KC_COL_BATCH),
+)
+
+
+cdef void _buffers(kc_columns *c, kc_buf **out) noexcept:
+    """Every buffer of c, in _COLUMNS' order (N_COLUMNS of them)."""
     cdef kc_buf *all_[N_COLUMNS]
     all_[:] = [&c.offset, &c.timestamp, &c.timestamp_type, &c.key_offsets, &c.key_data,
                &c.key_valid, &c.value_offsets, &c.value_data, &c.value_valid, &c.header_offsets,
@@ -127,7 +146,6 @@ cdef kc_buf *_buffers(kc_columns *c, kc_buf **out) noexcept:
     cdef int i
     for i in range(N_COLUMNS):
         out[i] = all_[i]
-    return NULL
 
 
 cdef void _adopt_spares(kc_columns *c) noexcept:
@@ -308,34 +326,12 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
 
 cdef dict _arrays(_Chunk chunk):
     cdef kc_columns *c = &chunk.c
+    cdef kc_buf *bufs[N_COLUMNS]
+    cdef int i
     _remember_sizes(c)
+    _buffers(c, bufs)
     out = {"count": c.n}
-    if c.want & KC_COL_OFFSET:
-        out["offset"] = _take(&c.offset, numpy.int64)
-    if c.want & KC_COL_TIMESTAMP:
-        out["timestamp"] = _take(&c.timestamp, numpy.int64)
-        out["timestamp_type"] = _take(&c.timestamp_type, numpy.int8)
-    if c.want & KC_COL_KEY:
-        out["key_offsets"] = _take(&c.key_offsets, numpy.int64)
-        out["key_data"] = _take(&c.key_data, numpy.uint8)
-        out["key_valid"] = _take(&c.key_valid, numpy.bool_)
-    if c.want & KC_COL_VALUE:
-        out["value_offsets"] = _take(&c.value_offsets, numpy.int64)
-        out["value_data"] = _take(&c.value_data, numpy.uint8)
-        out["value_valid"] = _take(&c.value_valid, numpy.bool_)
-    if c.want & KC_COL_HEADERS:
-        out["header_offsets"] = _take(&c.header_offsets, numpy.int64)
-        out["header_key_offsets"] = _take(&c.header_key_offsets, numpy.int64)
-        out["header_key_data"] = _take(&c.header_key_data, numpy.uint8)
-        out["header_value_offsets"] = _take(&c.header_value_offsets, numpy.int64)
-        out["header_value_data"] = _take(&c.header_value_data, numpy.uint8)
-        out["header_value_valid"] = _take(&c.header_value_valid, numpy.bool_)
-    if c.want & KC_COL_BATCH:
-        out["magic"] = _take(&c.magic, numpy.int8)
-        out["compression"] = _take(&c.compression, numpy.int8)
-        out["producer_id"] = _take(&c.producer_id, numpy.int64)
-        out["producer_epoch"] = _take(&c.producer_epoch, numpy.int16)
-        out["sequence"] = _take(&c.sequence, numpy.int32)
-        out["is_transactional"] = _take(&c.is_transactional, numpy.bool_)
-        out["is_control"] = _take(&c.is_control, numpy.bool_)
+    for i, (name, dtype, group) in enumerate(_COLUMNS):
+        if c.want & group:
+            out[name] = _take(bufs[i], dtype)
     return out
