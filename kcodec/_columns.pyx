@@ -7,7 +7,7 @@ v2 record region with the GIL released, so several threads can decode at once.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport INT64_MAX, INT64_MIN, uint8_t, uint32_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, uint8_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy
 
@@ -16,14 +16,13 @@ from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OF
                              kc_append_record, kc_batch_info, kc_buf, kc_columns,
                              kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_decode_records)
-from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport ScratchBuffer
 
 import numpy
 
 from kcodec._batch import RecordBatch
 from kcodec.codecs import decompress_to_scratch
-from kcodec.errors import ChecksumError, InvalidRecordError, KcodecError
+from kcodec.errors import InvalidRecordError, KcodecError
 
 COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": KC_COL_KEY,
                  "value": KC_COL_VALUE, "headers": KC_COL_HEADERS, "batch": KC_COL_BATCH}
@@ -210,23 +209,6 @@ cdef int _fill_info(kc_batch_info *info, object batch, bint strict, tuple offset
     return 0
 
 
-cdef int _check_crc(object batch) except -1:
-    """The batch's CRC-32C, computed without the GIL (so that threads check in parallel)."""
-    cdef Py_buffer view
-    cdef uint32_t computed
-    PyObject_GetBuffer(batch.buffer, &view, PyBUF_SIMPLE)
-    try:
-        with nogil:
-            computed = crc32c_update(0, <const uint8_t *>view.buf + 21, <size_t>(view.len - 21))
-    finally:
-        PyBuffer_Release(&view)
-    if computed != batch.crc:
-        raise ChecksumError(
-            f"Record batch is corrupt (stored crc = {batch.crc}, computed crc = {computed})",
-            position=batch.position, stored=batch.crc, computed=computed)
-    return 0
-
-
 cdef int _decode_v2(_Chunk chunk, object batch, bint strict, tuple offsets, tuple timestamps,
                     object max_decompressed_size) except -1:
     cdef kc_batch_info info
@@ -317,7 +299,7 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
     for entry in entries:
         if type(entry) is RecordBatch:
             if validate_crc:
-                _check_crc(entry)
+                entry.ensure_valid()
             _decode_v2(chunk, entry, strict, offsets, timestamps, max_decompressed_size)
         else:
             _append_legacy(chunk, entry, offsets, timestamps)
