@@ -63,9 +63,9 @@ void kc_columns_free(kc_columns *c)
     }
 }
 
-/* Room for `records` more records whose variable-length data is at most `bytes`. */
-int kc_columns_reserve(kc_columns *c, size_t records, size_t bytes);
-static int reserve_records(kc_columns *c, size_t records, size_t bytes)
+/* Room for `records` more records in the fixed-width columns; variable-length data is
+ * checked record by record (put_span), as a batch's size says little about its keys. */
+static int reserve_records(kc_columns *c, size_t records)
 {
     unsigned w = c->want;
     int r = 0;
@@ -74,11 +74,9 @@ static int reserve_records(kc_columns *c, size_t records, size_t bytes)
     if (w & KC_COL_TIMESTAMP)
         r |= buf_reserve(&c->timestamp, 8 * records) | buf_reserve(&c->timestamp_type, records);
     if (w & KC_COL_KEY)
-        r |= buf_reserve(&c->key_offsets, 8 * records) | buf_reserve(&c->key_valid, records) |
-             buf_reserve(&c->key_data, bytes);
+        r |= buf_reserve(&c->key_offsets, 8 * records) | buf_reserve(&c->key_valid, records);
     if (w & KC_COL_VALUE)
-        r |= buf_reserve(&c->value_offsets, 8 * records) | buf_reserve(&c->value_valid, records) |
-             buf_reserve(&c->value_data, bytes);
+        r |= buf_reserve(&c->value_offsets, 8 * records) | buf_reserve(&c->value_valid, records);
     if (w & KC_COL_HEADERS)
         r |= buf_reserve(&c->header_offsets, 8 * records);
     if (w & KC_COL_BATCH)
@@ -90,22 +88,32 @@ static int reserve_records(kc_columns *c, size_t records, size_t bytes)
     return r ? -1 : 0;
 }
 
-int kc_columns_reserve(kc_columns *c, size_t records, size_t bytes)
+int kc_columns_reserve(kc_columns *c, size_t records, size_t key_bytes, size_t value_bytes)
 {
-    return reserve_records(c, records, bytes);
+    int r = reserve_records(c, records);
+    if (c->want & KC_COL_KEY)
+        r |= buf_reserve(&c->key_data, key_bytes);
+    if (c->want & KC_COL_VALUE)
+        r |= buf_reserve(&c->value_data, value_bytes);
+    return r ? -1 : 0;
 }
 
-static inline void put_span(kc_buf *offsets, kc_buf *data, kc_buf *valid, const uint8_t *p,
-                            int64_t n)
+/* Appends one value (NULL: null) to a binary column; the offsets and validity columns
+ * already have room. */
+static inline int put_span(kc_buf *offsets, kc_buf *data, kc_buf *valid, const uint8_t *p,
+                           int64_t n)
 {
     int64_t end = last_i64(offsets);
     if (p != NULL) {
+        if ((size_t)n > data->cap - data->len && buf_reserve(data, (size_t)n) < 0)
+            return -1;
         memcpy(data->data + data->len, p, (size_t)n);
         data->len += (size_t)n;
         end += n;
     }
     PUT(*offsets, int64_t, end);
     valid->data[valid->len++] = p != NULL;
+    return 0;
 }
 
 static inline int32_t increment_sequence(int32_t sequence, int32_t increment)
@@ -126,10 +134,12 @@ static int put_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int
         PUT(c->timestamp, int64_t, timestamp);
         PUT(c->timestamp_type, int8_t, b->timestamp_type);
     }
-    if (w & KC_COL_KEY)
-        put_span(&c->key_offsets, &c->key_data, &c->key_valid, key, key_len);
-    if (w & KC_COL_VALUE)
-        put_span(&c->value_offsets, &c->value_data, &c->value_valid, value, value_len);
+    if ((w & KC_COL_KEY) &&
+        put_span(&c->key_offsets, &c->key_data, &c->key_valid, key, key_len) < 0)
+        return -1;
+    if ((w & KC_COL_VALUE) &&
+        put_span(&c->value_offsets, &c->value_data, &c->value_valid, value, value_len) < 0)
+        return -1;
     if (w & KC_COL_BATCH) {
         PUT(c->magic, int8_t, b->magic);
         PUT(c->compression, int8_t, b->compression);
@@ -161,7 +171,7 @@ static int put_headers(kc_columns *c, const kc_record *r, int strict)
         c->header_key_data.len += (size_t)h.key_len;
         PUT(c->header_key_offsets, int64_t, key_end);
         put_span(&c->header_value_offsets, &c->header_value_data, &c->header_value_valid,
-                 h.value, h.value_len);
+                 h.value, h.value_len);  /* cannot fail: room reserved above */
     }
     c->n_headers += r->header_count;
     return 0;
@@ -172,7 +182,7 @@ int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, c
 {
     if (count <= 0)
         return KC_OK;
-    if (reserve_records(c, (size_t)count, (size_t)(end - p)) < 0)
+    if (reserve_records(c, (size_t)count) < 0)
         return KC_ERR_MEMORY;
     int log_append = b->timestamp_type == 1;
     for (int32_t i = 0; i < count; i++) {
@@ -192,7 +202,9 @@ int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, c
             continue;
         int32_t sequence = b->base_sequence >= 0 ? increment_sequence(b->base_sequence, r.offset_delta)
                                                  : -1;
-        put_record(c, b, offset, timestamp, r.key, r.key_len, r.value, r.value_len, sequence);
+        if (put_record(c, b, offset, timestamp, r.key, r.key_len, r.value, r.value_len,
+                       sequence) < 0)
+            return KC_ERR_MEMORY;
         if (c->want & KC_COL_HEADERS) {
             if (r.header_count && put_headers(c, &r, b->strict) < 0)
                 return KC_ERR_MEMORY;
@@ -213,10 +225,9 @@ int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int6
     if (offset < b->offset_lo || offset >= b->offset_hi || timestamp < b->timestamp_lo ||
         timestamp >= b->timestamp_hi)
         return 0;
-    size_t bytes = (size_t)(key ? key_len : 0) + (size_t)(value ? value_len : 0);
-    if (reserve_records(c, 1, bytes) < 0)
+    if (reserve_records(c, 1) < 0 ||
+        put_record(c, b, offset, timestamp, key, key_len, value, value_len, sequence) < 0)
         return KC_ERR_MEMORY;
-    put_record(c, b, offset, timestamp, key, key_len, value, value_len, sequence);
     if (c->want & KC_COL_HEADERS)
         PUT(c->header_offsets, int64_t, c->n_headers);
     return 0;

@@ -67,9 +67,9 @@ typedef struct {
     int64_t timestamp_lo, timestamp_hi;  /* keep lo <= timestamp < hi */
 } kc_batch_info;
 
-/* Makes room at once for `records` records with at most `bytes` of keys (and as much of
- * values): one allocation per column instead of growing batch by batch. */
-int kc_columns_reserve(kc_columns *c, size_t records, size_t bytes);
+/* Makes room at once for `records` records with `key_bytes` of keys and `value_bytes` of
+ * values: one allocation per column instead of growing batch by batch. */
+int kc_columns_reserve(kc_columns *c, size_t records, size_t key_bytes, size_t value_bytes);
 
 /* Sets up empty columns (each with its leading 0 offset). Returns -1 when out of memory. */
 int kc_columns_init(kc_columns *c, unsigned want);

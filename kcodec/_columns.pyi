@@ -1,10 +1,13 @@
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any
 
 COLUMN_GROUPS: dict[str, int]
 
+def release_spare_buffers() -> int: ...
+def pooled_empty(n: int, dtype: Any) -> Any: ...
+
 def decode_chunk(
-    entries: Iterable[Any],
+    entries: Sequence[Any],
     want: int,
     *,
     strict: bool = False,

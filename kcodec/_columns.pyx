@@ -7,8 +7,8 @@ v2 record region with the GIL released, so several threads can decode at once.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport INT64_MAX, INT64_MIN, uint8_t
-from libc.stdlib cimport free
+from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, uint8_t, uint32_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OFFSET,
@@ -16,6 +16,7 @@ from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OF
                              kc_append_record, kc_batch_info, kc_buf, kc_columns,
                              kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_decode_records)
+from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport ScratchBuffer
 
 import numpy
@@ -31,57 +32,97 @@ COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": 
 # ---- a pool of column buffers ------------------------------------------------------------
 # Fresh memory costs a page fault per 4 KiB on first touch, more than decoding into it on a
 # virtual machine. Column buffers freed by numpy (when the last array over them goes) are
-# kept here, and the next decode of about the same shape (the next chunk of a stream) fills
-# warm pages instead. Used with the GIL held; buffers come from malloc, as the C side
-# grows them with realloc.
+# kept here, oldest first, and the next decode of about the same shape (the next chunk of a
+# stream) fills warm pages instead. When the pool is full the oldest spares are freed, so
+# buffers of a shape no longer decoded do not crowd out the current one. Used with the GIL
+# held; buffers come from malloc, as the C side grows them with realloc.
 
 cdef enum:
     SPARES = 48
     SPARE_TOTAL_BYTES = 512 * 1024 * 1024
     N_COLUMNS = 22
+    KEY_DATA = 4     # their places in _buffers' order
+    VALUE_DATA = 7
 
 cdef uint8_t *_spare_data[SPARES]
 cdef size_t _spare_cap[SPARES]
 cdef int _n_spares = 0
 cdef size_t _spare_bytes = 0
-cdef size_t _last_size[N_COLUMNS]   # the most each column needed: the next chunk's guess
+cdef double _per_record[N_COLUMNS]  # bytes each column took per record in the last chunk
+
+
+cdef void _remove_spare(int i) noexcept:
+    """Drop spare i from the pool (its memory now belongs to the caller), keeping the order."""
+    global _n_spares, _spare_bytes
+    _spare_bytes -= _spare_cap[i]
+    _n_spares -= 1
+    for i in range(i, _n_spares):
+        _spare_data[i] = _spare_data[i + 1]
+        _spare_cap[i] = _spare_cap[i + 1]
 
 
 cdef void _give_back(uint8_t *data, size_t cap) noexcept:
     global _n_spares, _spare_bytes
     if data == NULL:
         return
-    if _n_spares < SPARES and _spare_bytes + cap <= SPARE_TOTAL_BYTES:
-        _spare_data[_n_spares] = data
-        _spare_cap[_n_spares] = cap
-        _n_spares += 1
-        _spare_bytes += cap
-    else:
+    if cap > SPARE_TOTAL_BYTES:
         free(data)
+        return
+    while _n_spares and (_n_spares == SPARES or _spare_bytes + cap > SPARE_TOTAL_BYTES):
+        free(_spare_data[0])
+        _remove_spare(0)
+    _spare_data[_n_spares] = data
+    _spare_cap[_n_spares] = cap
+    _n_spares += 1
+    _spare_bytes += cap
 
 
 cdef void _adopt(kc_buf *b, size_t want) noexcept:
-    """Give b the smallest spare holding ``want`` bytes (keeping b's content), if any."""
-    global _n_spares, _spare_bytes
+    """Give b the smallest spare holding ``want`` bytes (keeping b's content), if one is
+    at most twice that: larger ones are left for the columns that need them."""
     cdef int best = -1, i
     if want <= b.cap:
         return
     for i in range(_n_spares):
-        if _spare_cap[i] >= want and (best < 0 or _spare_cap[i] < _spare_cap[best]):
+        if want <= _spare_cap[i] <= 2 * want and (best < 0 or _spare_cap[i] < _spare_cap[best]):
             best = i
     if best < 0:
         return
     cdef uint8_t *data = _spare_data[best]
     cdef size_t cap = _spare_cap[best]
-    _n_spares -= 1
-    _spare_data[best] = _spare_data[_n_spares]
-    _spare_cap[best] = _spare_cap[_n_spares]
-    _spare_bytes -= cap
+    _remove_spare(best)
     if b.len:
         memcpy(data, b.data, b.len)
     free(b.data)
     b.data = data
     b.cap = cap
+
+
+def pooled_empty(Py_ssize_t n, dtype):
+    """An uninitialised numpy array of n items, in a spare buffer when one fits (what
+    joining the parts decoded by several threads writes into)."""
+    dtype = numpy.dtype(dtype)
+    cdef kc_buf b
+    b.data = NULL
+    b.len = b.cap = 0
+    cdef size_t nbytes = <size_t>n * <size_t>dtype.itemsize
+    _adopt(&b, nbytes)
+    if b.data == NULL:
+        b.data = <uint8_t *>malloc(max(nbytes, 1))
+        if b.data == NULL:
+            raise MemoryError()
+        b.cap = max(nbytes, 1)
+    b.len = nbytes
+    return _take(&b, dtype)
+
+
+def release_spare_buffers():
+    """Free the column buffers kept for reuse; returns how many bytes that released."""
+    cdef size_t released = _spare_bytes
+    while _n_spares:
+        free(_spare_data[_n_spares - 1])
+        _remove_spare(_n_spares - 1)
+    return released
 
 
 @cython.final
@@ -99,7 +140,7 @@ cdef class _Owned:
     def __getbuffer__(self, Py_buffer *view, int flags):
         view.buf = self.data
         view.len = self.size
-        view.readonly = 1
+        view.readonly = 0
         view.itemsize = 1
         view.format = NULL
         view.ndim = 1
@@ -147,26 +188,27 @@ cdef void _buffers(kc_columns *c, kc_buf **out) noexcept:
         out[i] = all_[i]
 
 
-cdef void _adopt_spares(kc_columns *c) noexcept:
+cdef void _adopt_spares(kc_columns *c, size_t records) noexcept:
+    """Give each column a spare as large as the last chunk's shape says this one needs."""
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
     _buffers(c, bufs)
     for i in range(N_COLUMNS):
-        if _last_size[i]:
-            _adopt(bufs[i], _last_size[i])
+        if _per_record[i] > 0:
+            _adopt(bufs[i], <size_t>(_per_record[i] * records) + bufs[i].len)
 
 
-cdef void _remember_sizes(kc_columns *c) noexcept:
-    """Guess the next chunks' needs: the largest seen, with room for one more batch (the C
-    side reserves a whole batch's bytes before decoding it), so they never have to grow."""
+cdef void _remember_sizes(kc_columns *c, size_t records) noexcept:
+    """Remember each column's bytes per record: the next chunk of a stream (or a part of
+    this one decoded by another thread) has about the same shape."""
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
-    cdef size_t guess
+    if records == 0:
+        return
     _buffers(c, bufs)
     for i in range(N_COLUMNS):
-        guess = bufs[i].len + bufs[i].len // 8 + (1 << 20)
-        if bufs[i].len and guess > _last_size[i]:
-            _last_size[i] = guess
+        if bufs[i].len:
+            _per_record[i] = <double>bufs[i].len / records
 
 
 cdef object _take(kc_buf *b, object dtype):
@@ -209,50 +251,111 @@ cdef int _fill_info(kc_batch_info *info, object batch, bint strict, tuple offset
     return 0
 
 
-cdef int _decode_v2(_Chunk chunk, object batch, bint strict, tuple offsets, tuple timestamps,
-                    object max_decompressed_size) except -1:
-    cdef kc_batch_info info
+cdef enum:
+    CRC_MISMATCH = -1   # a _Task status besides kc_decode_records' own
+
+
+cdef struct _Task:
+    kc_batch_info info
+    const uint8_t *start      # the records (decompressed when the batch is compressed)
+    const uint8_t *end
+    int32_t count
+    const uint8_t *crc_from   # the bytes the batch's CRC covers; NULL when not checked
+    size_t crc_len
+    uint32_t crc
+
+
+@cython.final
+cdef class _Run:
+    """v2 batches queued for one pass without the GIL: each one's CRC check and decoding.
+    Uncompressed batches run together (one GIL release for the lot, which is what lets
+    threads scale); a compressed one is flushed at once, to free its decompressed bytes."""
+    cdef _Task *tasks
+    cdef Py_ssize_t n
+    cdef list batches   # the RecordBatch behind each task, for error messages
+    cdef list keep      # what keeps each task's bytes alive (a memoryview or ScratchBuffer)
+
+    def __cinit__(self, Py_ssize_t capacity):
+        self.tasks = <_Task *>malloc(max(capacity, 1) * sizeof(_Task))
+        if self.tasks == NULL:
+            raise MemoryError()
+        self.batches = []
+        self.keep = []
+
+    def __dealloc__(self):
+        free(self.tasks)
+
+
+cdef int _queue_v2(_Run run, object batch, bint strict, bint validate_crc, tuple offsets,
+                   tuple timestamps, object max_decompressed_size) except -1:
+    cdef _Task *task = &run.tasks[run.n]
     cdef Py_buffer view
-    cdef const uint8_t *start
-    cdef const uint8_t *end
-    cdef const uint8_t *err_at = NULL
-    cdef int status
-    cdef ScratchBuffer records = None
+    cdef ScratchBuffer records
     cdef int count = batch.record_count
-    _fill_info(&info, batch, strict, offsets, timestamps)
-    if count == 0:
-        return 0
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count}", position=batch.position)
-    region = batch.buffer[61:]
-    if info.compression:
+    _fill_info(&task.info, batch, strict, offsets, timestamps)
+    whole = batch.buffer
+    PyObject_GetBuffer(whole, &view, PyBUF_SIMPLE)   # whole keeps the bytes alive
+    task.crc_from = <const uint8_t *>view.buf + 21 if validate_crc else NULL
+    task.crc_len = <size_t>(view.len - 21)
+    task.crc = batch.crc
+    task.start = <const uint8_t *>view.buf + 61
+    task.end = <const uint8_t *>view.buf + view.len
+    PyBuffer_Release(&view)
+    task.count = count
+    keep = whole
+    if task.info.compression and count:
         try:
-            records = decompress_to_scratch(info.compression, region, 2, max_decompressed_size)
+            records = decompress_to_scratch(task.info.compression, whole[61:], 2,
+                                            max_decompressed_size)
         except KcodecError as exc:
+            if validate_crc:
+                batch.ensure_valid()   # a damaged batch says so before its codec does
             if exc.position is None:
                 exc.position = batch.position + 61
             raise
-        start = records.mem.data
-        end = start + records.length
-        with nogil:
-            status = kc_decode_records(&chunk.c, &info, start, end, count, &err_at)
-    else:
-        PyObject_GetBuffer(region, &view, PyBUF_SIMPLE)
-        try:
-            start = <const uint8_t *>view.buf
-            end = start + view.len
-            with nogil:
-                status = kc_decode_records(&chunk.c, &info, start, end, count, &err_at)
-        finally:
-            PyBuffer_Release(&view)
+        task.start = records.mem.data
+        task.end = task.start + records.length
+        keep = records
+    run.batches.append(batch)
+    run.keep.append(keep)
+    run.n += 1
+    return 0
+
+
+cdef int _flush(_Chunk chunk, _Run run) except -1:
+    cdef Py_ssize_t i, failed = -1
+    cdef int status = KC_OK
+    cdef const uint8_t *err_at = NULL
+    cdef _Task *task
+    with nogil:
+        for i in range(run.n):
+            task = &run.tasks[i]
+            if task.crc_from != NULL and crc32c_update(0, task.crc_from, task.crc_len) != task.crc:
+                status = CRC_MISMATCH
+            else:
+                status = kc_decode_records(&chunk.c, &task.info, task.start, task.end,
+                                           task.count, &err_at)
+            if status != KC_OK:
+                failed = i
+                break
+    batches = run.batches
+    run.n = 0
+    run.batches = []
+    run.keep = []
+    if failed < 0:
+        return 0
+    batch = batches[failed]
+    if status == CRC_MISMATCH:
+        batch.ensure_valid()
     if status == KC_ERR_MEMORY:
         raise MemoryError()
-    if status != KC_OK:
-        where = batch.position if info.compression else batch.position + 61 + (err_at - start)
-        raise InvalidRecordError(
-            "Incorrect declared batch size, premature EOF reached" if status == KC_ERR_EOF
-            else "malformed record (varint, header count or size)", position=where)
-    return 0
+    task = &run.tasks[failed]
+    where = batch.position if task.info.compression else batch.position + 61 + (err_at - task.start)
+    raise InvalidRecordError(
+        "Incorrect declared batch size, premature EOF reached" if status == KC_ERR_EOF
+        else "malformed record (varint, header count or size)", position=where)
 
 
 cdef int _append_legacy(_Chunk chunk, object entry, tuple offsets, tuple timestamps) except -1:
@@ -288,32 +391,51 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
     cdef _Chunk chunk = _Chunk.__new__(_Chunk)
     if kc_columns_init(&chunk.c, want) < 0:
         raise MemoryError()
-    cdef size_t records = 0
+    cdef size_t records = 0, key_bytes, value_bytes, region_bytes = 0
     for entry in entries:
-        records += max(entry.record_count, 0) if type(entry) is RecordBatch else 1
-    _adopt_spares(&chunk.c)
-    if kc_columns_reserve(&chunk.c, records, 0) < 0:
+        if type(entry) is RecordBatch:
+            records += max(entry.record_count, 0)
+            if not entry.compression_id:
+                region_bytes += entry.size - 61
+        else:
+            records += 1
+    _adopt_spares(&chunk.c, records)
+    # keys and values: as many bytes per record as last time, or at first (values) the
+    # uncompressed records' size; they grow as needed
+    key_bytes = <size_t>(_per_record[KEY_DATA] * records)
+    value_bytes = <size_t>(_per_record[VALUE_DATA] * records) or region_bytes
+    if kc_columns_reserve(&chunk.c, records, key_bytes, value_bytes) < 0:
         raise MemoryError()
     offsets = (max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX))
     timestamps = (max(timestamps[0], INT64_MIN), min(timestamps[1], INT64_MAX))
+    cdef _Run run = _Run(len(entries))
     for entry in entries:
         if type(entry) is RecordBatch:
-            if validate_crc:
-                entry.ensure_valid()
-            _decode_v2(chunk, entry, strict, offsets, timestamps, max_decompressed_size)
+            _queue_v2(run, entry, strict, validate_crc, offsets, timestamps,
+                      max_decompressed_size)
+            if entry.compression_id:
+                _flush(chunk, run)
         else:
+            _flush(chunk, run)
             _append_legacy(chunk, entry, offsets, timestamps)
-    return _arrays(chunk)
+    _flush(chunk, run)
+    return _arrays(chunk, records)
 
 
-cdef dict _arrays(_Chunk chunk):
+cdef dict _arrays(_Chunk chunk, size_t records):
     cdef kc_columns *c = &chunk.c
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
-    _remember_sizes(c)
+    _remember_sizes(c, records)
     _buffers(c, bufs)
     out = {"count": c.n}
     for i, (name, dtype, group) in enumerate(_COLUMNS):
         if c.want & group:
             out[name] = _take(bufs[i], dtype)
     return out
+
+
+
+
+def _debug_pool():
+    return [_spare_cap[i] for i in range(_n_spares)], [_per_record[i] for i in range(N_COLUMNS)]

@@ -124,7 +124,7 @@ cdef extern from "columns.h" nogil:
         int64_t timestamp_hi
 
     int kc_columns_init(kc_columns *c, unsigned want)
-    int kc_columns_reserve(kc_columns *c, size_t records, size_t nbytes)
+    int kc_columns_reserve(kc_columns *c, size_t records, size_t key_bytes, size_t value_bytes)
     void kc_columns_free(kc_columns *c)
     int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p,
                           const uint8_t *end, int32_t count, const uint8_t **err_at)

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kcodec._batch import RecordBatch, read_batches
-from kcodec._columns import COLUMN_GROUPS, decode_chunk
+from kcodec._columns import COLUMN_GROUPS, decode_chunk, pooled_empty, release_spare_buffers
 from kcodec._legacy import LegacyBatch
 from kcodec.constants import ControlType
 
 if TYPE_CHECKING:
     import pyarrow
+
 
 Entry = RecordBatch | LegacyBatch
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -159,21 +160,29 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
 
 
 def _concatenate(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Join the parts decoded by several threads (into pooled memory: no fresh pages)."""
     if len(chunks) == 1:
         return chunks[0]
     out: dict[str, Any] = {"count": sum(c["count"] for c in chunks)}
     for name in chunks[0]:
         if name == "count":
             continue
-        if name.endswith("_offsets") or name == "header_offsets":
-            data_name = {"header_offsets": None}.get(name, name[:-len("_offsets")] + "_data")
-            parts, shift = [chunks[0][name]], 0
-            for previous, chunk in zip(chunks, chunks[1:]):
-                shift += (previous[name][-1] if data_name is None else len(previous[data_name]))
-                parts.append(chunk[name][1:] + shift)
-            out[name] = np.concatenate(parts)
-        else:
-            out[name] = np.concatenate([c[name] for c in chunks])
+        parts = [c[name] for c in chunks]
+        is_offsets = name.endswith("_offsets")
+        joined = pooled_empty(sum(len(p) for p in parts) - (len(parts) - 1) * is_offsets,
+                              parts[0].dtype)
+        at, shift = 0, 0
+        for index, part in enumerate(parts):
+            if is_offsets and index:
+                part = part[1:]
+            if is_offsets:
+                np.add(part, shift, out=joined[at:at + len(part)])
+            else:
+                joined[at:at + len(part)] = part
+            at += len(part)
+            if is_offsets:
+                shift = int(joined[at - 1])
+        out[name] = joined
     return out
 
 
@@ -273,4 +282,4 @@ def decode_arrow(data: Any, **options: Any) -> pyarrow.Table:
 
 
 __all__ = ["ALL_COLUMNS", "BATCH_COLUMNS", "SPARK_COLUMNS", "decode_arrow", "decode_columns",
-           "iter_arrow", "select_batches"]
+           "iter_arrow", "release_spare_buffers", "select_batches"]

@@ -193,3 +193,35 @@ def test_columns_are_numpy_and_own_their_memory() -> None:
     value_data = cols["value_data"]
     del cols
     assert value_data.tobytes() == b"a"
+
+
+def test_spare_column_buffers_are_reused_and_can_be_released() -> None:
+    from kcodec.columnar import release_spare_buffers
+    log = b"".join(_batch_of(base, 200, 300) for base in range(0, 2000, 200))
+    release_spare_buffers()
+    first = kcodec.decode_columns(log)
+    first_values = first["value_data"].ctypes.data
+    expected = {name: array.copy() for name, array in first.items() if name != "count"}
+    del first
+    again = kcodec.decode_columns(log)   # same shape: the freed buffers are filled again
+    assert again["value_data"].ctypes.data == first_values
+    assert all(np.array_equal(again[name], array) for name, array in expected.items())
+    del again
+    assert release_spare_buffers() > 0
+    assert release_spare_buffers() == 0
+
+
+def test_crc_checked_in_the_decoding_pass() -> None:
+    log = bytearray(b"".join(_batch_of(base, 10, 20) for base in range(0, 50, 10)))
+    log[-2] ^= 1   # the last value's last byte (the header count follows)
+    with pytest.raises(kcodec.errors.ChecksumError) as caught:
+        kcodec.decode_columns(log)
+    assert caught.value.position == 4 * (len(log) // 5)
+    assert kcodec.decode_columns(log, validate_crc=False)["count"] == 50
+
+
+def _batch_of(base: int, count: int, value_size: int) -> bytes:
+    builder = kcodec.BatchBuilder(base_offset=base)
+    for i in range(count):
+        builder.append(bytes([i % 251]) * value_size, key=b"k%d" % i, timestamp=1000 + i)
+    return builder.build()
