@@ -55,8 +55,9 @@ def _batches(events: list[tuple[bytes, bytes, int, list[tuple[str, bytes]]]], ba
     return bytes(out), markers
 
 
-def demo(args: argparse.Namespace) -> int:
-    """Build sample batches in every codec, read them back, convert and validate them."""
+def tour(args: argparse.Namespace) -> int:
+    """Build sample batches in every codec, read them back, convert and validate them
+    (in this process, without Spark)."""
     events = sample_events(args.records, 1_700_000_000_000)
     raw_size = sum(len(k) + len(v) for k, v, _, _ in events)
     print(f"kcodec {kcodec.__version__} demo (crc32c backend: {kcodec.crc32c_backend()})")
@@ -88,6 +89,18 @@ def demo(args: argparse.Namespace) -> int:
           f"{result.last_offset}, {'rebuilt' if result.rebuilt else 'patched in place'}, "
           f"{len(result.records)} bytes")
     return 0
+
+
+def demo(args: argparse.Namespace) -> int:
+    """Write sample partitions (one per codec), read them through the kafka-log data source
+    on Spark's local mode, run the compression study on Spark and write a report (Markdown
+    and PNG) to a directory it prints. Needs the spark extra."""
+    try:
+        from kcodec.spark.demo import run
+    except ImportError as exc:
+        print(f"kcodec demo needs Spark: pip install 'kcodec[spark]' ({exc})", file=sys.stderr)
+        return 2
+    return run(args.output, args.records, args.batch_size, args.cores)
 
 
 class Progress:
@@ -293,9 +306,17 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(run=fn)
         return sub
 
-    demo_parser = command("demo", demo, "build and read sample Kafka record batches")
-    demo_parser.add_argument("--records", type=int, default=10_000, help="records to generate")
-    demo_parser.add_argument("--batch-size", type=int, default=500, help="records per batch")
+    demo_parser = command("demo", demo, "sample partitions read on Spark, and a compression "
+                          "study report")
+    demo_parser.add_argument("--output", help="report directory (default: a new temporary one)")
+    demo_parser.add_argument("--records", type=int, default=50_000,
+                             help="records per partition")
+    demo_parser.add_argument("--batch-size", type=int, default=1000, help="records per batch")
+    demo_parser.add_argument("--cores", type=int, default=2, help="Spark local[N]")
+
+    tour_parser = command("tour", tour, "build and read sample Kafka record batches")
+    tour_parser.add_argument("--records", type=int, default=10_000, help="records to generate")
+    tour_parser.add_argument("--batch-size", type=int, default=500, help="records per batch")
 
     dump_parser = command("dump", dump, "print segments as kafka-dump-log does")
     dump_parser.add_argument("files", nargs="+", help=".log, .index or .timeindex files or dirs")

@@ -8,8 +8,8 @@ import pytest
 from kcodec.cli import main
 
 
-def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--records", "1000", "--batch-size", "100"]) == 0
+def test_tour_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tour", "--records", "1000", "--batch-size", "100"]) == 0
     out = capsys.readouterr().out
     assert "1000 JSON-like events" in out and "(+3 COMMIT markers)" in out
     assert "zstd" in out and "magic-1 consumer" in out and "offsets 5000-5099" in out

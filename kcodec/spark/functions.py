@@ -1,0 +1,139 @@
+"""Column functions for DataFrames that hold raw Kafka record data, and the log writer.
+
+- :func:`explode_batches`: a binary column of record data (captured Produce or Fetch
+  payloads, batches copied out of segments) into one row per record;
+- :func:`build_batches`: records grouped by topic-partition into batches of a chosen magic,
+  codec and level (one row per batch);
+- :func:`compress_column` / :func:`decompress_column`: a binary column through a codec;
+- :func:`write_log`: records to a Kafka log directory, one partition directory per
+  topic-partition, written by the executors (the path must be one they share).
+"""
+
+from collections.abc import Iterator
+from typing import Any
+
+from kcodec.spark.source import HEADERS_SCHEMA, SPARK_SCHEMA
+
+BATCH_SCHEMA = "topic string, partition int, base_offset long, records int, batch binary"
+WRITTEN_SCHEMA = "topic string, partition int, batches long, records long, bytes long, path string"
+
+
+def explode_batches(frame: Any, column: str = "batch", *, topic: str | None = None,
+                    partition: int | None = None, include_headers: bool = False) -> Any:
+    """One row per record of the record data in ``column`` (any magic and codec), with the
+    ``kafka-log`` schema; ``topic`` and ``partition`` fill those columns."""
+    import kcodec
+    names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
+             *(["headers"] if include_headers else [])]
+
+    def explode(batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in batches:
+            for data in batch.column(column).to_pylist():
+                if data is not None:
+                    yield from kcodec.iter_arrow(data, topic=topic, partition=partition,
+                                                 columns=names)
+
+    schema = SPARK_SCHEMA + (", " + HEADERS_SCHEMA if include_headers else "")
+    return frame.select(column).mapInArrow(explode, schema)
+
+
+def _records_to_batches(table: Any, codec: str, level: int | None, magic: int,
+                        batch_records: int) -> Iterator[tuple[Any, ...]]:
+    """(topic, partition, base offset, count, bytes) of each batch built from one
+    topic-partition's records (ordered by offset when there is an offset column)."""
+    import kcodec
+    if "offset" in table.column_names:
+        table = table.sort_by("offset")
+    rows = table.to_pylist()
+    next_offset = 0
+    for start in range(0, len(rows), batch_records):
+        chunk = rows[start:start + batch_records]
+        base = chunk[0].get("offset", next_offset)
+        builder = kcodec.BatchBuilder(magic=magic, compression=codec, level=level,
+                                      base_offset=base)
+        for row in chunk:
+            stamp = row.get("timestamp")
+            builder.append(row.get("value"), key=row.get("key"),
+                           timestamp=None if stamp is None else int(stamp.timestamp() * 1000),
+                           headers=[(h["key"], h["value"]) for h in row.get("headers") or ()]
+                           if magic >= 2 else (),
+                           offset=row.get("offset"))
+        next_offset = builder.next_offset
+        yield (chunk[0].get("topic"), chunk[0].get("partition"), base, len(chunk),
+               builder.build())
+
+
+def build_batches(frame: Any, codec: str = "none", *, level: int | None = None,
+                  magic: int = 2, batch_records: int = 1000) -> Any:
+    """Batches of at most ``batch_records`` records per topic-partition. ``frame`` has
+    ``value`` and optionally ``key``, ``timestamp``, ``headers``, ``offset`` (kept when
+    present, else numbered from 0), ``topic`` and ``partition``."""
+    import pyarrow as pa
+
+    def build(table: Any) -> Any:
+        rows = list(_records_to_batches(table, codec, level, magic, batch_records))
+        columns: list[Any] = list(zip(*rows)) if rows else [[]] * 5
+        return pa.table({"topic": pa.array(columns[0], pa.string()),
+                         "partition": pa.array(columns[1], pa.int32()),
+                         "base_offset": pa.array(columns[2], pa.int64()),
+                         "records": pa.array(columns[3], pa.int32()),
+                         "batch": pa.array(columns[4], pa.binary())})
+
+    keys = [c for c in ("topic", "partition") if c in frame.columns]
+    return frame.groupBy(*keys).applyInArrow(build, BATCH_SCHEMA)
+
+
+def write_log(frame: Any, path: str, codec: str = "none", *, level: int | None = None,
+              magic: int = 2, batch_records: int = 1000, segment_bytes: int = 1 << 30
+              ) -> list[Any]:
+    """Write ``frame``'s records as a Kafka log directory under ``path``: a
+    ``<topic>-<partition>`` directory per topic-partition (each written aside and renamed
+    into place; an existing one is never overwritten), segments with their indexes. Returns
+    what was written, a row per partition directory."""
+    import os
+
+    import pyarrow as pa
+
+    from kcodec.segments import write_partition
+
+    def write(table: Any) -> Any:
+        rows = list(_records_to_batches(table, codec, level, magic, batch_records))
+        topic, partition = rows[0][0] or "records", rows[0][1] or 0
+        target = write_partition(os.path.join(path, f"{topic}-{partition}"),
+                                 [row[4] for row in rows], segment_bytes=segment_bytes)
+        return pa.table({"topic": [topic], "partition": pa.array([partition], pa.int32()),
+                         "batches": [len(rows)], "records": [sum(r[3] for r in rows)],
+                         "bytes": [sum(len(r[4]) for r in rows)], "path": [str(target)]})
+
+    keys = [c for c in ("topic", "partition") if c in frame.columns]
+    written: list[Any] = frame.groupBy(*keys).applyInArrow(write, WRITTEN_SCHEMA).collect()
+    return written
+
+
+def _codec_udf(codec: str, level: int | None, packing: bool) -> Any:
+    import pandas as pd  # type: ignore[import-untyped]
+    from pyspark.sql.functions import pandas_udf  # type: ignore[attr-defined]
+
+    from kcodec import codecs
+
+    @pandas_udf("binary")  # type: ignore[untyped-decorator]
+    def through_codec(column: pd.Series) -> pd.Series:
+        step = ((lambda b: codecs.compress(codec, b, level)) if packing
+                else (lambda b: codecs.decompress(codec, b)))
+        return column.map(lambda b: None if b is None else step(b))  # type: ignore[no-untyped-call]
+
+    return through_codec
+
+
+def compress_column(column: Any, codec: str, level: int | None = None) -> Any:
+    """A binary column compressed as Kafka stores a batch's records with ``codec``."""
+    return _codec_udf(codec, level, True)(column)
+
+
+def decompress_column(column: Any, codec: str) -> Any:
+    """The inverse of :func:`compress_column` (bounded, as every kcodec decompression)."""
+    return _codec_udf(codec, None, False)(column)
+
+
+__all__ = ["build_batches", "compress_column", "decompress_column", "explode_batches",
+           "write_log"]

@@ -1,0 +1,337 @@
+"""The ``kafka-log`` data source: Kafka log segments read by Spark through kcodec.
+
+``spark.read.format("kafka-log").load(path)`` over a log directory (one sub-directory per
+topic-partition), a partition directory or ``.log`` files. Rows have the schema of Spark's
+own Kafka source; Spark gets one input partition per segment, and segments larger than
+``maxBytesPerPartition`` are split at batch boundaries found through their ``.index``.
+Each partition is decoded by :func:`kcodec.iter_arrow` into Arrow record batches.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from kcodec.columnar import BATCH_COLUMNS, iter_arrow
+from kcodec.errors import KcodecError
+from kcodec.segments import SEGMENT_NAME, partition_of, read_offset_index
+
+SPARK_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
+                "timestamp timestamp, timestampType int")
+HEADERS_SCHEMA = "headers array<struct<key: string, value: binary>>"
+METADATA_SCHEMA = ("magic byte, compression byte, producer_id long, producer_epoch short, "
+                   "sequence int, is_transactional boolean, is_control boolean")
+MODES = ("FAILFAST", "PERMISSIVE", "DROPMALFORMED")
+DEFAULT_SPLIT_BYTES = 128 << 20
+TXN_ENTRY = struct.Struct(">hqqqq")   # version, producer id, first, last, last stable offset
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass(frozen=True)
+class SegmentSlice(InputPartition):
+    """Bytes [start, end) of one segment: whole batches, one Spark input partition."""
+
+    path: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+    aborted: tuple[tuple[int, int, int], ...]   # read_committed: (producer id, first, last)
+
+
+@dataclass(frozen=True)
+class Options:
+    """The reader's options, parsed once (Spark passes them as strings)."""
+
+    include_headers: bool
+    metadata: bool
+    include_control: bool
+    read_committed: bool
+    offsets: tuple[int, int]
+    timestamps: tuple[int, int]
+    mode: str
+    corrupt_column: str
+    split_bytes: int
+    chunk_records: int
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> Options:
+        get = {k.lower(): v for k, v in options.items()}.get
+        mode = get("mode", "FAILFAST").upper()
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        isolation = get("isolationlevel", "read_uncommitted").lower()
+        if isolation not in ("read_committed", "read_uncommitted"):
+            raise ValueError(f"isolationLevel must be read_committed or read_uncommitted, "
+                             f"not {isolation!r}")
+        return cls(
+            include_headers=_flag(get("includeheaders")),
+            metadata=_flag(get("includemetadata")),
+            include_control=_flag(get("includecontrolrecords")),
+            read_committed=isolation == "read_committed",
+            offsets=(int(get("startingoffset", INT64_MIN)), int(get("endingoffset", INT64_MAX))),
+            timestamps=(int(get("startingtimestamp", INT64_MIN)),
+                        int(get("endingtimestamp", INT64_MAX))),
+            mode=mode,
+            corrupt_column=get("columnnameofcorruptrecord", "_corrupt_record"),
+            split_bytes=int(get("maxbytesperpartition", DEFAULT_SPLIT_BYTES)),
+            chunk_records=int(get("chunkrecords", 1 << 16)),
+        )
+
+    def schema(self) -> str:
+        parts = [SPARK_SCHEMA]
+        if self.include_headers:
+            parts.append(HEADERS_SCHEMA)
+        if self.metadata:
+            parts.append(METADATA_SCHEMA)
+        if self.mode == "PERMISSIVE":
+            parts.append(f"{self.corrupt_column} string")
+        return ", ".join(parts)
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "false").strip().lower() == "true"
+
+
+def _aborted_transactions(directory: Path) -> tuple[tuple[int, int, int], ...]:
+    """Every aborted transaction a partition's ``.txnindex`` files list."""
+    found = []
+    for path in sorted(directory.glob("*.txnindex")):
+        raw = path.read_bytes()
+        for at in range(0, len(raw) - len(raw) % TXN_ENTRY.size, TXN_ENTRY.size):
+            _, producer_id, first, last, _ = TXN_ENTRY.unpack_from(raw, at)
+            found.append((producer_id, first, last))
+    return tuple(found)
+
+
+def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
+    """The input partitions for ``paths``, pruned by the offset and timestamp ranges."""
+    slices: list[SegmentSlice] = []
+    for root in paths:
+        for directory, logs in _segments_under(Path(root)):
+            where = partition_of(directory)
+            topic, partition = where if where else (directory.name, -1)
+            aborted = (_aborted_transactions(logs[0].parent)
+                       if options.read_committed and logs else ())
+            bases = [_base_offset(p) for p in logs]
+            for i, log in enumerate(logs):
+                following = bases[i + 1] if i + 1 < len(logs) else None
+                if following is not None and following <= options.offsets[0]:
+                    continue   # every offset of this segment is below the range
+                if bases[i] >= options.offsets[1]:
+                    continue
+                if _before(log, options.timestamps[0]):
+                    continue
+                for start, end in _splits(log, bases[i], options.split_bytes):
+                    slices.append(SegmentSlice(str(log), topic, partition, start, end, aborted))
+    return slices
+
+
+def _segments_under(root: Path) -> list[tuple[Path, list[Path]]]:
+    """(partition directory, its segments in offset order) for a ``.log`` file or every
+    directory holding segments at or below ``root``."""
+    if root.is_file():
+        return [(root.parent, [root])]
+    if not root.exists():
+        raise FileNotFoundError(f"kafka-log: no such file or directory: {root}")
+    found: dict[Path, list[Path]] = {}
+    for log in root.rglob("*.log"):
+        if SEGMENT_NAME.match(log.name):
+            found.setdefault(log.parent, []).append(log)
+    return [(directory, sorted(found[directory])) for directory in sorted(found)]
+
+
+def _base_offset(log: Path) -> int:
+    match = SEGMENT_NAME.match(log.name)
+    return int(match.group(1)) if match else 0
+
+
+def _before(log: Path, timestamp: int) -> bool:
+    """True when the segment's time index shows no record at or after ``timestamp``."""
+    time_index = log.with_suffix(".timeindex")
+    if timestamp == INT64_MIN or not time_index.exists():
+        return False
+    raw = time_index.read_bytes()
+    if len(raw) < 12:
+        return False
+    largest: int = struct.unpack_from(">q", raw, len(raw) - len(raw) % 12 - 12)[0]
+    return largest < timestamp
+
+
+def _splits(log: Path, base_offset: int, split_bytes: int) -> list[tuple[int, int]]:
+    """Byte ranges of about ``split_bytes`` each, cut where the offset index says a batch
+    starts."""
+    size = log.stat().st_size
+    if size <= split_bytes:
+        return [(0, size)]
+    index = log.with_suffix(".index")
+    cuts = [0]
+    if index.exists():
+        for entry in read_offset_index(index, base_offset):
+            if 0 < entry.position < size and entry.position - cuts[-1] >= split_bytes:
+                cuts.append(entry.position)
+    cuts.append(size)
+    return list(zip(cuts, cuts[1:]))
+
+
+class KafkaLogReader(DataSourceReader):
+    def __init__(self, paths: Sequence[str], options: Options, schema: StructType) -> None:
+        self.paths = list(paths)
+        self.opts = options
+        self.names = [field.name for field in schema.fields]
+
+    def partitions(self) -> list[SegmentSlice]:
+        return plan(self.paths, self.opts)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        if isinstance(partition, SegmentSlice):   # Spark passes a bare one when there are none
+            yield from read_slice(partition, self.opts, self.names)
+
+
+def read_slice(part: SegmentSlice, options: Options, names: Sequence[str]) -> Iterator[Any]:
+    """Arrow record batches of one input partition, errors handled as ``options.mode`` says.
+
+    FAILFAST raises a :class:`~kcodec.errors.KcodecError` naming the file; DROPMALFORMED
+    skips the batches that fail; PERMISSIVE gives each one a row with only topic, partition
+    and the corrupt-record column (the file, byte position and error). A batch that cannot
+    be framed ends the slice: the rest of it counts as one malformed batch, where a
+    broker's log recovery would truncate.
+    """
+    if part.end <= part.start:
+        return
+    with open(part.path, "rb") as file:
+        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        yield from _read_groups(memoryview(mapped)[part.start:part.end], part, options, names)
+    finally:
+        try:
+            mapped.close()
+        except BufferError:
+            pass   # an exception's frames still see batches; the map goes with them
+
+
+def _read_groups(data: memoryview, part: SegmentSlice, options: Options,
+                 names: Sequence[str]) -> Iterator[Any]:
+    groups, framing_error = _frame(data, options.chunk_records)
+    for group in groups:
+        first_offset, start, end = group[0][0], group[0][1], group[-1][2]
+        try:
+            yield from _decode(data[start:end], first_offset, part, options, names)
+        except KcodecError as exc:
+            if options.mode == "FAILFAST":
+                raise _located(exc, part, start)
+            for offset, one_start, one_end in group:   # find the bad ones
+                try:
+                    yield from _decode(data[one_start:one_end], offset, part, options, names)
+                except KcodecError as one:
+                    yield from _corrupt_row(part, options, names, _located(one, part, one_start))
+    if framing_error is not None:
+        located = _located(framing_error, part, 0)
+        if options.mode == "FAILFAST":
+            raise located
+        yield from _corrupt_row(part, options, names, located)
+
+
+def _frame(data: memoryview, chunk_records: int
+           ) -> tuple[list[list[tuple[int, int, int]]], KcodecError | None]:
+    """(first offset, start, end) of every batch, grouped by about ``chunk_records``
+    records, and the framing error that ended the slice early, if any."""
+    from kcodec import read_batches
+    groups: list[list[tuple[int, int, int]]] = []
+    records = chunk_records
+    position = 0
+    reader = read_batches(data, validate_crc=False)
+    try:
+        for entry in reader:
+            if records >= chunk_records:
+                groups.append([])
+                records = 0
+            position = entry.position + entry.size
+            groups[-1].append((entry.base_offset, entry.position, position))
+            records += max(entry.record_count, 1)
+    except KcodecError as exc:
+        if exc.position is None:
+            exc.position = position
+        return groups, exc
+    return groups, None
+
+
+def _located(exc: KcodecError, part: SegmentSlice, base: int) -> KcodecError:
+    """``exc`` with its position made a byte of the segment file (it was counted from
+    ``base`` within the slice) and the file named."""
+    exc.position = part.start + base + (exc.position or 0)
+    exc.add_note(f"in {part.path}")
+    return exc
+
+
+def _decode(data: Any, first_offset: int, part: SegmentSlice, options: Options,
+            names: Sequence[str]) -> Iterator[Any]:
+    permissive = options.mode == "PERMISSIVE"
+    columns = [n for n in names if not (permissive and n == options.corrupt_column)]
+    aborted = ([(producer, first) for producer, first, last in part.aborted
+                if last >= first_offset] if options.read_committed else None)
+    for batch in iter_arrow(data, chunk_records=options.chunk_records, topic=part.topic,
+                            partition=part.partition, columns=columns,
+                            offsets=options.offsets, timestamps=options.timestamps,
+                            include_control=options.include_control,
+                            aborted_transactions=aborted):
+        if permissive:
+            import pyarrow as pa
+            batch = batch.append_column(options.corrupt_column,
+                                        pa.nulls(batch.num_rows, pa.string()))
+        yield batch
+
+
+def _corrupt_row(part: SegmentSlice, options: Options, names: Sequence[str],
+                 exc: KcodecError) -> Iterator[Any]:
+    if options.mode != "PERMISSIVE":
+        return
+    import pyarrow as pa
+    known = {"topic": pa.array([part.topic]),
+             "partition": pa.array([part.partition], pa.int32()),
+             options.corrupt_column: pa.array([f"{part.path}: {exc}"])}
+    yield pa.RecordBatch.from_arrays(
+        [known[name] if name in known else pa.nulls(1, _arrow_type(pa, name)) for name in names],
+        names=list(names))
+
+
+def _arrow_type(pa: Any, name: str) -> Any:
+    """The Arrow type kcodec's columnar decoder gives column ``name``."""
+    return {"key": pa.binary(), "value": pa.binary(), "offset": pa.int64(),
+            "timestamp": pa.timestamp("us", tz="UTC"), "timestampType": pa.int32(),
+            "headers": pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])),
+            "magic": pa.int8(), "compression": pa.int8(), "producer_id": pa.int64(),
+            "producer_epoch": pa.int16(), "sequence": pa.int32(),
+            "is_transactional": pa.bool_(), "is_control": pa.bool_()}[name]
+
+
+class KafkaLogDataSource(DataSource):
+    """``spark.read.format("kafka-log")``: see the module's docstring for the options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka-log"
+
+    def schema(self) -> str:
+        return Options.parse(self.options).schema()
+
+    def reader(self, schema: StructType) -> KafkaLogReader:
+        options = {k.lower(): v for k, v in self.options.items()}
+        paths = [options["path"]] if "path" in options else []
+        if "paths" in options:
+            import json
+            paths += json.loads(options["paths"])
+        if not paths:
+            raise ValueError("kafka-log needs a path: spark.read.format('kafka-log').load(path)")
+        return KafkaLogReader(paths, Options.parse(self.options), schema)
+
+
+__all__ = ["BATCH_COLUMNS", "KafkaLogDataSource", "KafkaLogReader", "Options", "SegmentSlice",
+           "plan", "read_slice"]

@@ -1,0 +1,179 @@
+"""kcodec on a real local SparkSession (one for the module): the kafka-log source, the
+column functions, the writer and the demo. Select with ``-m spark``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kcodec
+from kcodec.segments import Segment, write_partition
+
+from .conftest import real_segments, shared_path
+
+pytest.importorskip("pyspark")
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from kcodec.spark import local_session
+    session = local_session(2, "kcodec tests")
+    yield session
+    session.stop()
+
+
+def segment_rows(path: Path) -> list[tuple[Any, ...]]:
+    """What a consumer reads from a segment, through the row API."""
+    with Segment(path) as segment:
+        return [(r.key, r.value, r.offset, r.timestamp, int(b.timestamp_type),
+                 [(k, v) for k, v in r.headers])
+                for b in segment.batches() if not b.is_control for r in b]
+
+
+def spark_rows(frame: Any) -> list[tuple[Any, ...]]:
+    rows = [r.asDict() for r in frame.orderBy("offset").collect()]
+    return [(None if r["key"] is None else bytes(r["key"]),
+             None if r["value"] is None else bytes(r["value"]), r["offset"],
+             round(r["timestamp"].timestamp() * 1000), r["timestampType"],
+             [(h.key, None if h.value is None else bytes(h.value))
+              for h in r.get("headers") or ()])
+            for r in rows]
+
+
+@pytest.mark.parametrize("path", real_segments(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_source_equals_the_row_api_on_real_segments(spark: Any, path: Path) -> None:
+    shared_path("testdata", "kafka-segments")
+    frame = spark.read.format("kafka-log").option("includeHeaders", "true").load(str(path))
+    assert spark_rows(frame) == segment_rows(path)
+    topic, partition = path.parent.name.rsplit("-", 1)
+    assert {(r.topic, r.partition) for r in frame.select("topic", "partition").collect()} \
+        <= {(topic, int(partition))}
+
+
+def events(count: int, start: int = 0) -> list[bytes]:
+    return [b'{"n": %d, "text": "%s"}' % (i, b"x" * (i % 50)) for i in range(start, start + count)]
+
+
+def write_sample(directory: Path, codec: str = "lz4", batches: int = 20, per_batch: int = 50,
+                 segment_bytes: int = 1 << 30) -> Path:
+    out = []
+    for b in range(batches):
+        builder = kcodec.BatchBuilder(compression=codec, base_offset=b * per_batch)
+        for i, value in enumerate(events(per_batch, b * per_batch)):
+            builder.append(value, key=b"k%d" % i, timestamp=1_700_000_000_000 + b * 1000 + i)
+        out.append(builder.build())
+    return write_partition(directory, out, segment_bytes=segment_bytes, index_interval_bytes=64)
+
+
+def test_modes_on_a_corrupted_segment(spark: Any, tmp_path: Path) -> None:
+    partition = write_sample(tmp_path / "t-0", codec="none")
+    log = next(partition.glob("*.log"))
+    data = bytearray(log.read_bytes())
+    third = list(kcodec.read_batches(bytes(data)))[2]
+    data[third.position + third.size - 3] ^= 0xFF   # inside its last record: CRC mismatch
+    log.write_bytes(bytes(data))
+    reader = spark.read.format("kafka-log")
+    with pytest.raises(Exception, match="corrupt"):
+        reader.option("mode", "FAILFAST").load(str(partition)).count()
+    dropped = reader.option("mode", "DROPMALFORMED").load(str(partition))
+    assert dropped.count() == 19 * 50
+    assert 100 not in {r.offset for r in dropped.select("offset").collect()}
+    permissive = reader.option("mode", "PERMISSIVE").load(str(partition))
+    bad = permissive.where("_corrupt_record IS NOT NULL").collect()
+    assert len(bad) == 1 and f"(at byte {third.position})" in bad[0]._corrupt_record
+    assert bad[0].topic == "t" and bad[0].offset is None
+    assert permissive.where("_corrupt_record IS NULL").count() == 19 * 50
+
+
+def test_truncated_segment_ends_the_partition(spark: Any, tmp_path: Path) -> None:
+    partition = write_sample(tmp_path / "t-0", codec="zstd")
+    log = next(partition.glob("*.log"))
+    log.write_bytes(log.read_bytes()[:-10])
+    frame = spark.read.format("kafka-log").option("mode", "DROPMALFORMED").load(str(partition))
+    assert frame.count() == 19 * 50
+
+
+def test_ranges_prune_whole_segments(spark: Any, tmp_path: Path) -> None:
+    from kcodec.spark.source import Options, plan
+    partition = write_sample(tmp_path / "t-0", segment_bytes=4000)
+    segments = sorted(partition.glob("*.log"))
+    assert len(segments) > 3
+    options = Options.parse({"startingOffset": "600", "endingOffset": "700"})
+    slices = plan([str(partition)], options)
+    assert 0 < len(slices) < len(segments)
+    frame = (spark.read.format("kafka-log").option("startingOffset", "600")
+             .option("endingOffset", "700").load(str(partition)))
+    assert sorted(r.offset for r in frame.select("offset").collect()) == list(range(600, 700))
+    late = Options.parse({"startingTimestamp": str(1_700_000_000_000 + 15_000)})
+    assert 0 < len(plan([str(partition)], late)) < len(segments)
+
+
+def test_large_segments_split_at_batch_boundaries(spark: Any, tmp_path: Path) -> None:
+    partition = write_sample(tmp_path / "t-0")
+    frame = (spark.read.format("kafka-log").option("maxBytesPerPartition", "2000")
+             .load(str(partition)))
+    assert frame.rdd.getNumPartitions() > 1
+    assert sorted(r.offset for r in frame.select("offset").collect()) == list(range(1000))
+
+
+def test_column_functions_round_trip(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    from kcodec.spark.functions import (
+        build_batches,
+        compress_column,
+        decompress_column,
+        explode_batches,
+    )
+    partition = write_sample(tmp_path / "t-0", codec="snappy")
+    records = spark.read.format("kafka-log").load(str(partition))
+    batches = build_batches(records, "zstd", level=5, batch_records=300)
+    assert sorted(r.records for r in batches.collect()) == [100, 300, 300, 300]
+    again = explode_batches(batches, topic="t", partition=0)
+    assert spark_rows(again) == spark_rows(records)
+    packed = records.select(compress_column(F.col("value"), "lz4").alias("packed"), "value")
+    back = packed.select(decompress_column(F.col("packed"), "lz4").alias("back"), "value")
+    assert back.where("back != value").count() == 0
+
+
+@pytest.mark.parametrize("magic,codec", [(2, "gzip"), (1, "snappy")])
+def test_writer_output_reads_back(spark: Any, tmp_path: Path, magic: int, codec: str) -> None:
+    from kafka.record import MemoryRecords
+
+    from kcodec.spark.functions import write_log
+    source = write_sample(tmp_path / "in" / "t-0")
+    records = spark.read.format("kafka-log").load(str(source))
+    written = write_log(records, str(tmp_path / "out"), codec, magic=magic, batch_records=128)
+    assert [(w.topic, w.partition, w.records) for w in written] == [("t", 0, 1000)]
+    out = tmp_path / "out" / "t-0"
+    again = spark.read.format("kafka-log").load(str(out))
+    assert spark_rows(again) == spark_rows(records) if magic == 2 else \
+        [r[:3] for r in spark_rows(again)] == [r[:3] for r in spark_rows(records)]
+    peer = MemoryRecords(next(out.glob("*.log")).read_bytes())
+    values = []
+    while (batch := peer.next_batch()) is not None:
+        values += [bytes(r.value) for r in batch]
+    assert values == events(1000)
+    with pytest.raises(Exception, match="exists"):
+        write_log(records, str(tmp_path / "out"), codec)
+
+
+def test_demo_writes_a_report(tmp_path: Path) -> None:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run([sys.executable, "-m", "kcodec", "demo", "--records", "3000",
+                           "--output", str(tmp_path / "report")], capture_output=True,
+                          text=True, env=env, cwd=str(tmp_path), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "orders-4  zstd" in proc.stdout and "| zstd | 9 | 1000 |" in proc.stdout
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "![ratio against compression speed](compression.png)" in report
+    assert (tmp_path / "report" / "compression.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    shutil.rmtree(tmp_path / "report")
