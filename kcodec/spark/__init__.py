@@ -18,10 +18,14 @@ def register(spark: Any) -> None:
 
 def local_session(cores: int = 2, app_name: str = "kcodec", **conf: str) -> Any:
     """A SparkSession on Spark's embedded local mode whose Python workers run this
-    interpreter (so they import the same kcodec), with the data source registered."""
+    interpreter (so they import the same kcodec), with the data source registered.
+
+    Workers start in this process's working directory; ``PYTHONSAFEPATH`` keeps them from
+    importing from it (a source checkout there would shadow the installed kcodec)."""
     from pyspark.sql import SparkSession
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("PYTHONSAFEPATH", "1")
     builder = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
