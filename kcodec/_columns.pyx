@@ -433,9 +433,3 @@ cdef dict _arrays(_Chunk chunk, size_t records):
         if c.want & group:
             out[name] = _take(bufs[i], dtype)
     return out
-
-
-
-
-def _debug_pool():
-    return [_spare_cap[i] for i in range(_n_spares)], [_per_record[i] for i in range(N_COLUMNS)]

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import kcodec
+from kcodec.constants import Compression
 from kcodec.segments import write_partition
 
 #: One partition per codec, as a topic whose producers were configured differently.
@@ -80,10 +81,9 @@ def run(output: str | None, records: int, batch_records: int, cores: int) -> int
         counts = (frame.groupBy("partition", "compression").agg(
             F.count("*").alias("records"), F.min("offset").alias("first_offset"),
             F.max("offset").alias("last_offset")).orderBy("partition").collect())
-        names = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
         print("Records per partition and codec:")
         for row in counts:
-            print(f"  orders-{row['partition']}  {names.get(row['compression'], '?'):<7}"
+            print(f"  orders-{row['partition']}  {Compression(row['compression']).name.lower():<7}"
                   f"{row['records']:>9} records, offsets {row['first_offset']}-"
                   f"{row['last_offset']}")
 

@@ -37,6 +37,12 @@ def explode_batches(frame: Any, column: str = "batch", *, topic: str | None = No
     return frame.select(column).mapInArrow(explode, schema)
 
 
+def epoch_millis(column: Any) -> list[int | None]:
+    """An Arrow timestamp column as Kafka timestamps (ms since the epoch), exactly."""
+    import pyarrow as pa
+    return [None if us is None else us // 1000 for us in column.cast(pa.int64()).to_pylist()]
+
+
 def _records_to_batches(table: Any, codec: str, level: int | None, magic: int,
                         batch_records: int) -> Iterator[tuple[Any, ...]]:
     """(topic, partition, base offset, count, bytes) of each batch built from one
@@ -45,16 +51,16 @@ def _records_to_batches(table: Any, codec: str, level: int | None, magic: int,
     if "offset" in table.column_names:
         table = table.sort_by("offset")
     rows = table.to_pylist()
+    stamps = (epoch_millis(table.column("timestamp")) if "timestamp" in table.column_names
+              else [None] * len(rows))
     next_offset = 0
     for start in range(0, len(rows), batch_records):
         chunk = rows[start:start + batch_records]
         base = chunk[0].get("offset", next_offset)
         builder = kcodec.BatchBuilder(magic=magic, compression=codec, level=level,
                                       base_offset=base)
-        for row in chunk:
-            stamp = row.get("timestamp")
-            builder.append(row.get("value"), key=row.get("key"),
-                           timestamp=None if stamp is None else int(stamp.timestamp() * 1000),
+        for row, stamp in zip(chunk, stamps[start:start + batch_records]):
+            builder.append(row.get("value"), key=row.get("key"), timestamp=stamp,
                            headers=[(h["key"], h["value"]) for h in row.get("headers") or ()]
                            if magic >= 2 else (),
                            offset=row.get("offset"))
@@ -135,5 +141,5 @@ def decompress_column(column: Any, codec: str) -> Any:
     return _codec_udf(codec, None, False)(column)
 
 
-__all__ = ["build_batches", "compress_column", "decompress_column", "explode_batches",
-           "write_log"]
+__all__ = ["build_batches", "compress_column", "decompress_column", "epoch_millis",
+           "explode_batches", "write_log"]

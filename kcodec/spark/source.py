@@ -19,9 +19,9 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from kcodec.columnar import BATCH_COLUMNS, iter_arrow
+from kcodec.columnar import decode_arrow, iter_arrow
 from kcodec.errors import KcodecError
-from kcodec.segments import SEGMENT_NAME, partition_of, read_offset_index
+from kcodec.segments import SEGMENT_NAME, partition_of, read_offset_index, read_time_index
 
 SPARK_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
                 "timestamp timestamp, timestampType int")
@@ -127,7 +127,7 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
                     continue   # every offset of this segment is below the range
                 if bases[i] >= options.offsets[1]:
                     continue
-                if _before(log, options.timestamps[0]):
+                if _before(log, bases[i], options.timestamps[0]):
                     continue
                 for start, end in _splits(log, bases[i], options.split_bytes):
                     slices.append(SegmentSlice(str(log), topic, partition, start, end, aborted))
@@ -153,16 +153,13 @@ def _base_offset(log: Path) -> int:
     return int(match.group(1)) if match else 0
 
 
-def _before(log: Path, timestamp: int) -> bool:
+def _before(log: Path, base_offset: int, timestamp: int) -> bool:
     """True when the segment's time index shows no record at or after ``timestamp``."""
     time_index = log.with_suffix(".timeindex")
     if timestamp == INT64_MIN or not time_index.exists():
         return False
-    raw = time_index.read_bytes()
-    if len(raw) < 12:
-        return False
-    largest: int = struct.unpack_from(">q", raw, len(raw) - len(raw) % 12 - 12)[0]
-    return largest < timestamp
+    entries = read_time_index(time_index, base_offset)
+    return bool(entries) and entries[-1].timestamp < timestamp
 
 
 def _splits(log: Path, base_offset: int, split_bytes: int) -> list[tuple[int, int]]:
@@ -297,19 +294,11 @@ def _corrupt_row(part: SegmentSlice, options: Options, names: Sequence[str],
     known = {"topic": pa.array([part.topic]),
              "partition": pa.array([part.partition], pa.int32()),
              options.corrupt_column: pa.array([f"{part.path}: {exc}"])}
+    # the decoder's own (empty) output says what type every other column has
+    types = decode_arrow(b"", columns=[n for n in names if n != options.corrupt_column]).schema
     yield pa.RecordBatch.from_arrays(
-        [known[name] if name in known else pa.nulls(1, _arrow_type(pa, name)) for name in names],
+        [known[name] if name in known else pa.nulls(1, types.field(name).type) for name in names],
         names=list(names))
-
-
-def _arrow_type(pa: Any, name: str) -> Any:
-    """The Arrow type kcodec's columnar decoder gives column ``name``."""
-    return {"key": pa.binary(), "value": pa.binary(), "offset": pa.int64(),
-            "timestamp": pa.timestamp("us", tz="UTC"), "timestampType": pa.int32(),
-            "headers": pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])),
-            "magic": pa.int8(), "compression": pa.int8(), "producer_id": pa.int64(),
-            "producer_epoch": pa.int16(), "sequence": pa.int32(),
-            "is_transactional": pa.bool_(), "is_control": pa.bool_()}[name]
 
 
 class KafkaLogDataSource(DataSource):
@@ -333,5 +322,5 @@ class KafkaLogDataSource(DataSource):
         return KafkaLogReader(paths, Options.parse(self.options), schema)
 
 
-__all__ = ["BATCH_COLUMNS", "KafkaLogDataSource", "KafkaLogReader", "Options", "SegmentSlice",
+__all__ = ["KafkaLogDataSource", "KafkaLogReader", "Options", "SegmentSlice",
            "plan", "read_slice"]

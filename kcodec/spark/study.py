@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kcodec import BatchBuilder, codecs
+from kcodec.spark.functions import epoch_millis
 
 #: The configurations studied when none are given: every Kafka codec at a fast, the default
 #: and a slow level, in batches of 100 and 1000 records.
@@ -29,7 +30,7 @@ STUDY_SCHEMA = ("codec string, level int, batch_records int, batches long, recor
 
 
 def _measure(keys: Sequence[bytes | None], values: Sequence[bytes | None],
-             timestamps: Sequence[int], configs: Iterable[tuple[str, int | None]],
+             timestamps: Sequence[int | None], configs: Iterable[tuple[str, int | None]],
              batch_sizes: Iterable[int]) -> Iterator[dict[str, Any]]:
     """Per configuration: sizes and codec seconds over these records."""
     for size in batch_sizes:
@@ -71,12 +72,11 @@ def compression_study(records: Any, configs: Sequence[tuple[str, int | None]] = 
         import pyarrow as pa
         keys: list[bytes | None] = []
         values: list[bytes | None] = []
-        stamps: list[int] = []
+        stamps: list[int | None] = []
         for batch in batches:
             keys += batch.column("key").to_pylist()
             values += batch.column("value").to_pylist()
-            micros = batch.column("timestamp").cast(pa.int64()).fill_null(-1000)
-            stamps += [t // 1000 for t in micros.to_pylist()]
+            stamps += epoch_millis(batch.column("timestamp"))
         if values:
             rows = list(_measure(keys, values, stamps, configs, batch_records))
             yield pa.RecordBatch.from_pylist(rows, schema=pa.schema([
