@@ -52,5 +52,7 @@ setup(
     ext_modules=cythonize(
         EXTENSIONS,
         compiler_directives={"language_level": "3", "embedsignature": True},
+        nthreads=os.cpu_count() or 1,
     ),
+    options={"build_ext": {"parallel": os.cpu_count() or 1}},
 )

@@ -33,6 +33,7 @@ def test_stubs_match_the_compiled_modules() -> None:
 def test_ruff() -> None:
     if not (ROOT / "pyproject.toml").exists():
         pytest.skip("needs the source checkout")
-    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "kcodec", "tests", "bench"],
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "kcodec", "tests", "bench",
+                           "examples"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
