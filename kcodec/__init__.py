@@ -19,7 +19,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
         f"({exc}); install kcodec with pip (it builds them) instead of importing the source tree"
     ) from exc
 
-from kcodec import codecs, errors
+from kcodec import codecs, errors, plugins
 from kcodec.codecs import compress, decompress
 from kcodec.columnar import decode_arrow, decode_columns, iter_arrow
 from kcodec.config import ProducerConfig, TopicConfig
@@ -62,6 +62,7 @@ __all__ = [
     "encode_varlong",
     "errors",
     "iter_arrow",
+    "plugins",
     "read_batches",
     "validate",
 ]

@@ -28,7 +28,8 @@ from kcodec._native cimport (KC_ERR_EOF, KC_ERR_HEADER_COUNT, KC_ERR_HEADER_KEY,
                              kc_scan_record, kc_status)
 
 from kcodec.constants import Compression, ControlType, TimestampType
-from kcodec.codecs import decompress_to_scratch as _decompress_to_scratch
+from kcodec.codecs import decompress_section as _decompress_section
+from kcodec.plugins import split_section as _split_plugin_section
 from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
                            RecordTooLargeError, UnsupportedCompressionTypeError)
 
@@ -225,6 +226,13 @@ cdef class RecordBatch:
         return Compression(codec)
 
     @property
+    def plugin_name(self):
+        """The plugin a pluggable-codec batch (id 5) names, else None (FORMAT.md §7)."""
+        if self.attributes & ATTR_CODEC != 5:
+            return None
+        return _split_plugin_section(self.buffer[HEADER_SIZE:], self.position + HEADER_SIZE)[0]
+
+    @property
     def timestamp_type(self):
         if self.attributes & ATTR_LOG_APPEND_TIME:
             return TimestampType.LOG_APPEND_TIME
@@ -321,18 +329,13 @@ cdef class RecordBatch:
             it._start_position = self.position + HEADER_SIZE
             it._p = it._start
             return it
-        if codec > 4:
+        if codec > 5:
             raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
                                                   position=self.position + CRC_START)
-        cdef ScratchBuffer records
-        try:
-            records = _decompress_to_scratch(
-                codec, self.buffer[HEADER_SIZE:], 2,
-                None if self._max_decompressed_size < 0 else self._max_decompressed_size)
-        except KcodecError as exc:
-            if exc.position is None:
-                exc.position = self.position + HEADER_SIZE
-            raise
+        cdef ScratchBuffer records = _decompress_section(
+            codec, self.buffer[HEADER_SIZE:],
+            None if self._max_decompressed_size < 0 else self._max_decompressed_size,
+            self.position + HEADER_SIZE)
         it._owner = records
         it._start = records.mem.data
         it._end = it._start + records.length

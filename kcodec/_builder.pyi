@@ -23,6 +23,7 @@ class BatchBuilder:
         timestamp_type: TimestampType | int = ...,
         log_append_time: int | None = None,
         delete_horizon_ms: int | None = None,
+        plugin: str | None = None,
     ) -> None: ...
     @property
     def record_count(self) -> int: ...

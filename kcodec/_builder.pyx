@@ -28,8 +28,9 @@ from kcodec._native cimport (kc_put_be16, kc_put_be32, kc_put_be64, kc_sizeof_va
                              kc_sizeof_varlong, kc_write_varint, kc_write_varlong)
 
 from kcodec.codecs import compress_to_scratch as _compress_to_scratch
+from kcodec.plugins import name_prefix as _name_prefix
 from kcodec.constants import Compression, ControlType, TimestampType
-from kcodec.errors import NotSupportedError, RecordTooLargeError
+from kcodec.errors import RecordTooLargeError
 
 
 cdef extern from "Python.h":
@@ -178,6 +179,8 @@ cdef class BatchBuilder:
     end-transaction markers, see :meth:`append_end_txn_marker`);
     ``timestamp_type`` with ``log_append_time`` (defaults to now); and
     ``delete_horizon_ms`` (kept in base_timestamp, attribute bit 6 set).
+    ``compression`` and ``level`` choose the codec; ``compression="pluggable"`` with
+    ``plugin="<name>"`` compresses with a registered plugin (:mod:`kcodec.plugins`).
     """
     cdef Scratch _buf              # the batch under construction, header space first
     cdef Py_ssize_t _len
@@ -196,6 +199,8 @@ cdef class BatchBuilder:
     cdef int32_t _count
     cdef object _level
     cdef int _magic
+    cdef object _plugin             # codec 5: the plugin's name
+    cdef bytes _plugin_prefix       # codec 5: its length byte and UTF-8 bytes
 
     def __cinit__(self):
         self._buf = scratch_take(INITIAL_CAPACITY)
@@ -211,16 +216,17 @@ cdef class BatchBuilder:
                  int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
                  bint is_transactional=False, bint is_control=False,
                  timestamp_type=TimestampType.CREATE_TIME, log_append_time=None,
-                 delete_horizon_ms=None):
+                 delete_horizon_ms=None, plugin=None):
         if magic not in (0, 1, 2):
             raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2)")
         codec = Compression.parse(compression)
-        if codec == Compression.PLUGGABLE:
-            raise NotSupportedError("pluggable compression is not supported by this build")
         if codec == Compression.NONE and level is not None:
             raise ValueError("a compression level needs a codec")
         if codec != Compression.NONE:
-            _compress_to_scratch(codec, b"", level, magic)  # checks codec and level now
+            # checks codec, magic, level and plugin now
+            _compress_to_scratch(codec, b"", level, magic, plugin=plugin)
+        self._plugin = plugin
+        self._plugin_prefix = _name_prefix(plugin) if plugin is not None else b""
         if magic < 2:
             _check_legacy_options(magic, is_transactional, is_control, producer_id,
                                   producer_epoch, base_sequence, delete_horizon_ms,
@@ -434,17 +440,21 @@ cdef class BatchBuilder:
         cdef int codec = self._attributes & ATTR_CODEC
         cdef uint8_t *p = self._buf.data
         cdef Py_ssize_t size = self._len
+        cdef Py_ssize_t prefix
         cdef ScratchBuffer compressed
         if codec:
             records = PyMemoryView_FromMemory(<char *>p + HEADER_SIZE, self._len - HEADER_SIZE,
                                               PyBUF_READ)
-            compressed = _compress_to_scratch(codec, records, self._level, 2)
-            size = HEADER_SIZE + compressed.length
+            compressed = _compress_to_scratch(codec, records, self._level, 2,
+                                              plugin=self._plugin)
+            prefix = len(self._plugin_prefix)  # codec 5: the plugin's name (FORMAT.md §7.2)
+            size = HEADER_SIZE + prefix + compressed.length
             if size > INT32_MAX:
                 raise RecordTooLargeError(f"the compressed batch has {size} bytes, past 2 GiB")
             built = PyBytes_FromStringAndSize(NULL, size)
             p = <uint8_t *>PyBytes_AS_STRING(built)
-            memcpy(p + HEADER_SIZE, compressed.mem.data, compressed.length)
+            memcpy(p + HEADER_SIZE, <const char *>self._plugin_prefix, prefix)
+            memcpy(p + HEADER_SIZE + prefix, compressed.mem.data, compressed.length)
         _write_header(p, size, self._base_offset,
                       <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
                       self._attributes, self._base_timestamp, max_ts, self._producer_id,

@@ -22,7 +22,7 @@ from kcodec._scratch cimport ScratchBuffer
 import numpy
 
 from kcodec._batch import RecordBatch
-from kcodec.codecs import decompress_to_scratch
+from kcodec.codecs import decompress_section
 from kcodec.errors import InvalidRecordError, KcodecError
 
 COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": KC_COL_KEY,
@@ -307,13 +307,11 @@ cdef int _queue_v2(_Run run, object batch, bint strict, bint validate_crc, tuple
     keep = whole
     if task.info.compression and count:
         try:
-            records = decompress_to_scratch(task.info.compression, whole[61:], 2,
-                                            max_decompressed_size)
-        except KcodecError as exc:
+            records = decompress_section(task.info.compression, whole[61:],
+                                         max_decompressed_size, batch.position + 61)
+        except KcodecError:
             if validate_crc:
                 batch.ensure_valid()   # a damaged batch says so before its codec does
-            if exc.position is None:
-                exc.position = batch.position + 61
             raise
         task.start = records.mem.data
         task.end = task.start + records.length

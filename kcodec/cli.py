@@ -13,7 +13,7 @@ from typing import Any
 
 import kcodec
 from kcodec import ControlType
-from kcodec.dump import CODEC_NAMES, batch_json, dump_index_lines, dump_log_lines
+from kcodec.dump import batch_json, codec_name, dump_index_lines, dump_log_lines
 
 
 def sample_events(count: int, start_ms: int) -> list[tuple[bytes, bytes, int, list[tuple[str, bytes]]]]:
@@ -196,7 +196,7 @@ def _stats_for(paths: list[Path]) -> dict[str, Any]:
             for batch in segment.reader():
                 out["batches"] += 1
                 out["bytes"] += batch.size
-                codec = CODEC_NAMES.get(batch.compression_id, str(batch.compression_id))
+                codec = codec_name(batch)
                 out["codecs"][codec] = out["codecs"].get(codec, 0) + 1
                 out["magics"][batch.magic] = out["magics"].get(batch.magic, 0) + 1
                 if batch.producer_id >= 0:
@@ -254,7 +254,7 @@ def convert_command(args: argparse.Namespace) -> int:
         for path in files:
             converted.append(kcodec.convert(Path(path).read_bytes(), magic=args.magic,
                                             compression=args.compression, level=args.level,
-                                            on_loss="ignore" if args.allow_loss else "raise"))
+                                            plugin=args.plugin, on_loss="ignore" if args.allow_loss else "raise"))
         write_partition(target, (e for data in converted for e in split_entries(data)))
         written = sum(len(list(kcodec.read_batches(p.read_bytes()))) for p in target.glob("*.log"))
         print(f"{source} -> {target}: {written} batches written and read back")
@@ -293,6 +293,13 @@ def bench(args: argparse.Namespace) -> int:
         columns = best(lambda: kcodec.decode_columns(data))
         print(f"{codec:<7} {build:>12,.0f} {read:>12,.0f} {columns:>12,.0f}")
     print("the comparisons with other libraries are in bench/ of the source tree")
+    return 0
+
+
+def plugins_command(args: argparse.Namespace) -> int:
+    """List the compression plugins (codec id 5) this installation can read and write."""
+    for name in kcodec.plugins.names():
+        print(name)
     return 0
 
 
@@ -346,6 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert_parser.add_argument("--magic", type=int, default=2, choices=(0, 1, 2))
     convert_parser.add_argument("--compression", default=None, help="codec (default: keep)")
     convert_parser.add_argument("--level", type=int, default=None)
+    convert_parser.add_argument("--plugin", default=None,
+                                help="with --compression pluggable: the plugin's name")
     convert_parser.add_argument("--allow-loss", action="store_true",
                                 help="drop what the target magic cannot hold")
 
@@ -357,6 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen_parser.add_argument("--batch-size", type=int, default=500)
     gen_parser.add_argument("--codecs", default="none,gzip,snappy,lz4,zstd")
     gen_parser.add_argument("--segment-bytes", type=int, default=1 << 30)
+
+    command("plugins", plugins_command, "list installed compression plugins")
 
     bench_parser = command("bench", bench, "time kcodec on sample data")
     bench_parser.add_argument("--records", type=int, default=20_000)

@@ -1,6 +1,7 @@
 """Kafka's compression codecs, producing and accepting exactly the bytes Kafka stores.
 
-The compressed unit is bytes ``[61, end)`` of a v2 batch (or a legacy wrapper's value).
+The compressed unit is bytes ``[61, end)`` of a v2 batch (or a legacy wrapper's value);
+for the pluggable codec (id 5) the plugin's name comes first (see :mod:`kcodec.plugins`).
 The codec libraries do the (de)compression; this module does Kafka's framing:
 gzip members as Java writes them, snappy-java's xerial stream, the LZ4 frame of
 KIP-57 (with the broken header checksum of magic 0), and zstd frames (magic 2 only).
@@ -18,10 +19,16 @@ from typing import Any
 import cramjam
 import zstandard
 
+from kcodec import plugins
 from kcodec._frames import lz4_frame_compress, lz4_frame_into, snappy_compress, snappy_into
 from kcodec._scratch import ScratchBuffer
 from kcodec.constants import Compression
-from kcodec.errors import CompressionError, DecompressionLimitError, UnsupportedCompressionTypeError
+from kcodec.errors import (
+    CompressionError,
+    DecompressionLimitError,
+    KcodecError,
+    UnsupportedCompressionTypeError,
+)
 
 #: The global bound on one decompressed batch (Kafka has no such setting: a consumer
 #: trusts its brokers; this is the equivalent of a ``max.decompressed.message.bytes``).
@@ -169,7 +176,7 @@ def _zstd_decompressor() -> zstandard.ZstdDecompressor:
 
 # ---- public entry points --------------------------------------------------------------------
 
-def _check_codec(codec: Compression | int | str, magic: int) -> Compression:
+def _check_codec(codec: Compression | int | str, magic: int, plugin: str | None) -> Compression:
     try:
         parsed = Compression.parse(codec)
     except ValueError:
@@ -178,27 +185,44 @@ def _check_codec(codec: Compression | int | str, magic: int) -> Compression:
         raise UnsupportedCompressionTypeError(
             f"zstd needs magic 2 or newer (KIP-110), not magic {magic}")
     if parsed == Compression.PLUGGABLE:
-        raise UnsupportedCompressionTypeError("pluggable compression needs a registered plugin")
+        if magic != 2:
+            raise UnsupportedCompressionTypeError(
+                f"pluggable compression needs magic 2, not magic {magic}")
+        if plugin is None:
+            raise ValueError("pluggable compression needs a plugin name")
+    elif plugin is not None:
+        raise ValueError("a plugin name goes with compression='pluggable' only")
     return parsed
 
 
 def compress(codec: Compression | int | str, data: Any, level: int | None = None,
-             magic: int = 2) -> bytes:
-    """The bytes Kafka stores for ``data`` compressed with ``codec`` at ``level``."""
-    return compress_to_scratch(codec, data, level, magic).tobytes()
+             magic: int = 2, *, plugin: str | None = None) -> bytes:
+    """The bytes Kafka stores for ``data`` compressed with ``codec`` at ``level``
+    (for ``pluggable``, the stream of the codec registered as ``plugin``)."""
+    return compress_to_scratch(codec, data, level, magic, plugin=plugin).tobytes()
 
 
 def compress_to_scratch(codec: Compression | int | str, data: Any, level: int | None = None,
-                        magic: int = 2) -> ScratchBuffer:
+                        magic: int = 2, *, plugin: str | None = None) -> ScratchBuffer:
     """As :func:`compress`, into a pooled buffer (what the batch builder uses)."""
-    kind = _check_codec(codec, magic)
+    kind = _check_codec(codec, magic, plugin)
+    view = memoryview(data).cast("B")
+    sink = ScratchBuffer(len(view) // 2 + 64)
+    if kind == Compression.PLUGGABLE:
+        plugins.compress_into(plugin, view, level, sink)  # type: ignore[arg-type]
+    else:
+        compress_builtin_into(kind, view, level, sink, magic)
+    return sink
+
+
+def compress_builtin_into(kind: Compression, view: memoryview, level: int | None,
+                          sink: ScratchBuffer, magic: int = 2) -> None:
+    """Compress with one of Kafka's own codecs (ids 0-4) into ``sink``."""
     if kind == Compression.SNAPPY and level is not None:
         raise ValueError("snappy has no levels")
     if kind == Compression.NONE and level is not None:
         raise ValueError("a compression level needs a codec")
     level = None if kind in (Compression.NONE, Compression.SNAPPY) else _level(kind, level)
-    view = memoryview(data).cast("B")
-    sink = ScratchBuffer(len(view) // 2 + 64)
     if kind == Compression.NONE:
         sink.write(view)
     elif kind == Compression.GZIP:
@@ -209,22 +233,48 @@ def compress_to_scratch(codec: Compression | int | str, data: Any, level: int | 
         lz4_frame_compress(view, level, magic, sink)  # type: ignore[arg-type]
     else:
         _zstd_compress(view, level, sink)  # type: ignore[arg-type]
-    return sink
 
 
 def decompress(codec: Compression | int | str, data: Any, magic: int = 2,
-               max_size: int | None = None) -> bytes:
+               max_size: int | None = None, *, plugin: str | None = None) -> bytes:
     """Decompress what Kafka stores for ``codec``, producing at most ``max_size`` bytes."""
-    return decompress_to_scratch(codec, data, magic, max_size).tobytes()
+    return decompress_to_scratch(codec, data, magic, max_size, plugin=plugin).tobytes()
 
 
 def decompress_to_scratch(codec: Compression | int | str, data: Any, magic: int = 2,
-                          max_size: int | None = None) -> ScratchBuffer:
+                          max_size: int | None = None, *,
+                          plugin: str | None = None) -> ScratchBuffer:
     """As :func:`decompress`, into a pooled buffer (what the batch reader iterates)."""
-    kind = _check_codec(codec, magic)
+    kind = _check_codec(codec, magic, plugin)
     view = memoryview(data).cast("B")
     limit = _max_decompressed_size if max_size is None else max_size
     sink = ScratchBuffer(min(limit, 4 * len(view) + 1024))
+    if kind == Compression.PLUGGABLE:
+        plugins.decompress_into(plugin, view, limit, sink)  # type: ignore[arg-type]
+    else:
+        decompress_builtin_into(kind, view, limit, sink, magic)
+    return sink
+
+
+def decompress_section(codec: int, section: memoryview, max_size: int | None,
+                       position: int) -> ScratchBuffer:
+    """The records of a v2 batch's records section (its bytes from offset 61, found at
+    ``position`` in the input), decompressed; for codec 5 the section starts with the
+    plugin's name. Errors without a position of their own get ``position``."""
+    try:
+        if codec == Compression.PLUGGABLE:
+            name, stream = plugins.split_section(section, position)
+            return decompress_to_scratch(codec, stream, 2, max_size, plugin=name)
+        return decompress_to_scratch(codec, section, 2, max_size)
+    except KcodecError as exc:
+        if exc.position is None:
+            exc.position = position
+        raise
+
+
+def decompress_builtin_into(kind: Compression, view: memoryview, limit: int,
+                            sink: ScratchBuffer, magic: int = 2) -> None:
+    """Decompress with one of Kafka's own codecs (ids 0-4) into ``sink``."""
     if kind == Compression.NONE:
         if len(view) > limit:
             raise _limit_error(limit)
@@ -237,9 +287,8 @@ def decompress_to_scratch(codec: Compression | int | str, data: Any, magic: int 
         lz4_frame_into(view, magic, limit, sink)
     else:
         _zstd_decompress(view, limit, sink)
-    return sink
 
 
 __all__ = ["DEFAULT_MAX_DECOMPRESSED_SIZE", "compress", "compress_to_scratch", "decompress",
-           "decompress_to_scratch",
+           "decompress_section", "decompress_to_scratch",
            "get_max_decompressed_size", "set_max_decompressed_size"]

@@ -12,8 +12,10 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from kcodec._builder import BatchBuilder
 from kcodec.codecs import LEVEL_RANGES
 from kcodec.constants import Compression, TimestampType
+from kcodec.plugins import check_name
 
 INT64_MAX = 2**63 - 1
 #: Kafka's defaults (LogConfig): max.message.bytes 1 MiB + 12, segment.bytes 1 GiB.
@@ -21,7 +23,9 @@ DEFAULT_MAX_MESSAGE_BYTES = 1048588
 DEFAULT_SEGMENT_BYTES = 1 << 30
 
 TOPIC_COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
-PRODUCER_COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+PRODUCER_COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd", "pluggable")
+#: KIP-984's producer key naming the plugin of ``compression.type=pluggable``.
+PLUGIN_KEY = "pluggable.factory.plugin"
 LEVEL_KEYS = {"compression.gzip.level": Compression.GZIP,
               "compression.lz4.level": Compression.LZ4,
               "compression.zstd.level": Compression.ZSTD}
@@ -121,15 +125,17 @@ class TopicConfig:
 class ProducerConfig:
     """A producer's compression settings.
 
-    ``compression.type`` (none, gzip, snappy, lz4, zstd) with the KIP-390 level keys; or the
-    0.7-era ``compression.codec`` (0 none, 1 gzip, 2 snappy, 3 lz4) with
-    ``compressed.topics``: when that list is empty the codec applies to every topic,
-    otherwise only to the topics it names.
+    ``compression.type`` (none, gzip, snappy, lz4, zstd) with the KIP-390 level keys, or
+    ``pluggable`` with the plugin in ``pluggable.factory.plugin`` (KIP-984; its level in
+    ``compression.pluggable.level``, kcodec's key); or the 0.7-era ``compression.codec``
+    (0 none, 1 gzip, 2 snappy, 3 lz4) with ``compressed.topics``: when that list is empty
+    the codec applies to every topic, otherwise only to the topics it names.
     """
 
     compression: Compression = Compression.NONE
     levels: Mapping[Compression, int] = dataclasses.field(default_factory=dict)
     compressed_topics: frozenset[str] = frozenset()
+    plugin: str | None = None
 
     @classmethod
     def from_properties(cls, props: Mapping[str, Any]) -> ProducerConfig:
@@ -144,7 +150,18 @@ class ProducerConfig:
             codec = Compression.parse(
                 _choice(props, "compression.type", PRODUCER_COMPRESSION_TYPES, "none"))
         topics = str(props.get("compressed.topics", "")).strip()
-        return cls(compression=codec, levels=_levels(props),
+        levels = _levels(props)
+        plugin = props.get(PLUGIN_KEY)
+        if codec == Compression.PLUGGABLE:
+            if not plugin:
+                raise ValueError(f"compression.type=pluggable needs {PLUGIN_KEY}")
+            plugin = str(plugin).strip()
+            check_name(plugin)
+            if "compression.pluggable.level" in props:
+                levels[codec] = int(props["compression.pluggable.level"])
+        elif plugin:
+            raise ValueError(f"{PLUGIN_KEY} goes with compression.type=pluggable")
+        return cls(compression=codec, levels=levels, plugin=plugin or None,
                    compressed_topics=frozenset(t.strip() for t in topics.split(",") if t.strip()))
 
     def codec_for(self, topic: str) -> Compression:
@@ -155,6 +172,14 @@ class ProducerConfig:
 
     def level(self, codec: Compression) -> int | None:
         return self.levels.get(codec)
+
+    def batch_builder(self, topic: str, **options: Any) -> BatchBuilder:
+        """A :class:`~kcodec.BatchBuilder` compressing as this producer does for ``topic``
+        (``options``: its other keyword arguments, e.g. ``base_offset``)."""
+        codec = self.codec_for(topic)
+        plugin = self.plugin if codec == Compression.PLUGGABLE else None
+        return BatchBuilder(compression=codec, level=self.level(codec), plugin=plugin,
+                            **options)
 
 
 __all__ = ["ProducerConfig", "TopicConfig", "message_format_magic"]

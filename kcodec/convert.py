@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal, overload
+from typing import Any, Literal, NamedTuple, overload
 
 from kcodec._batch import RecordBatch, read_batches
 from kcodec._builder import BatchBuilder
@@ -72,38 +72,46 @@ class ConversionReport:
 @overload
 def convert(data: Any, *, magic: int, compression: Compression | int | str | None = None,
             level: int | None = None, on_loss: OnLoss = "warn",
-            max_batch_bytes: int = 1 << 20, report: Literal[False] = False) -> bytes: ...
+            max_batch_bytes: int = 1 << 20, report: Literal[False] = False,
+            plugin: str | None = None) -> bytes: ...
 
 
 @overload
 def convert(data: Any, *, magic: int, compression: Compression | int | str | None = None,
             level: int | None = None, on_loss: OnLoss = "warn",
             max_batch_bytes: int = 1 << 20,
-            report: Literal[True]) -> tuple[bytes, ConversionReport]: ...
+            report: Literal[True], plugin: str | None = None) -> tuple[bytes, ConversionReport]: ...
 
 
 def convert(data: Any, *, magic: int, compression: Compression | int | str | None = None,
             level: int | None = None, on_loss: OnLoss = "warn", max_batch_bytes: int = 1 << 20,
-            report: bool = False) -> bytes | tuple[bytes, ConversionReport]:
+            report: bool = False, plugin: str | None = None) -> bytes | tuple[bytes, ConversionReport]:
     """Convert record data (any mix of magics) to ``magic``, offsets preserved.
 
     ``compression`` recompresses with another codec (None keeps each batch's own) at
     ``level``. A batch already in the target magic and codec is copied as it is. zstd
-    cannot go below magic 2 (UNSUPPORTED_COMPRESSION_TYPE, as KIP-110). Plain legacy
-    messages are grouped into v2 batches of up to ``max_batch_bytes``.
+    cannot go below magic 2 (UNSUPPORTED_COMPRESSION_TYPE, as KIP-110), nor can the
+    pluggable codec (id 5, kcodec's extension); ``compression="pluggable"`` takes the
+    ``plugin`` to compress with, and batches that name a plugin become standard ones with
+    any other ``compression``. Plain legacy messages are grouped into v2 batches of up to
+    ``max_batch_bytes``.
     """
     if magic not in (0, 1, 2):
         raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2)")
     if on_loss not in ("warn", "raise", "ignore"):
         raise ValueError("on_loss is 'warn', 'raise' or 'ignore'")
     target = None if compression is None else Compression.parse(compression)
-    if target == Compression.ZSTD and magic < 2:
-        raise UnsupportedCompressionTypeError(f"zstd cannot be written with magic {magic}")
+    if target in (Compression.ZSTD, Compression.PLUGGABLE) and magic < 2:
+        raise UnsupportedCompressionTypeError(
+            f"{target.name.lower()} cannot be written with magic {magic}")
+    if (target == Compression.PLUGGABLE) != (plugin is not None):
+        raise ValueError("compression='pluggable' and a plugin name go together")
     rep = ConversionReport()
     out = bytearray()
     for group in _groups(read_batches(data), magic):
         try:
-            out += _convert_group(group, magic, target, level, rep, max_batch_bytes)
+            out += _convert_group(group, magic, _Target(target, level, plugin), rep,
+                                  max_batch_bytes)
         except ValueError as exc:  # offsets the target cannot lay out (backwards, too far apart)
             raise InvalidRecordError(f"cannot convert: {exc}", position=group[0].position) from None
     if rep.lossy:
@@ -139,21 +147,33 @@ def _same_kind(a: Entry, b: Entry) -> bool:
     return a.magic == b.magic and a.timestamp_type == b.timestamp_type
 
 
-def _convert_group(group: Sequence[Entry], magic: int, target: Compression | None,
-                   level: int | None, rep: ConversionReport, max_batch_bytes: int) -> bytes:
+class _Target(NamedTuple):
+    codec: Compression | None  # None: each batch's own
+    level: int | None
+    plugin: str | None
+
+
+def _convert_group(group: Sequence[Entry], magic: int, target: _Target,
+                   rep: ConversionReport, max_batch_bytes: int) -> bytes:
     first = group[0]
     rep.batches_in += len(group)
-    codec = Compression(first.compression_id) if target is None else target
+    level = target.level
+    codec = Compression(first.compression_id) if target.codec is None else target.codec
+    plugin = target.plugin
+    if codec == Compression.PLUGGABLE and plugin is None:
+        plugin = first.plugin_name if isinstance(first, RecordBatch) else None
+    same_plugin = codec != Compression.PLUGGABLE or (
+        isinstance(first, RecordBatch) and plugin == first.plugin_name)
     if len(group) == 1 and first.magic == magic and codec == first.compression_id and (
-            level is None or codec == Compression.NONE):
+            level is None or codec == Compression.NONE) and same_plugin:
         rep.copied_batches += 1
         rep.batches_out += 1
         rep.records += first.record_count if isinstance(first, RecordBatch) else 1
         return bytes(first.buffer)
-    if magic < 2 and first.compression_id == Compression.ZSTD:
+    if magic < 2 and codec in (Compression.ZSTD, Compression.PLUGGABLE):
         raise UnsupportedCompressionTypeError(
-            f"a zstd batch cannot be converted to magic {magic} (KIP-110)",
-            position=first.position)
+            f"a {codec.name.lower()} batch cannot be converted to magic {magic}"
+            f"{' (KIP-110)' if codec == Compression.ZSTD else ''}", position=first.position)
     if isinstance(first, RecordBatch):
         if first.record_count == 0:  # an empty batch left by compaction: nothing to carry
             rep.batches_out += 1 if magic == 2 else 0
@@ -162,20 +182,20 @@ def _convert_group(group: Sequence[Entry], magic: int, target: Compression | Non
             if magic < 2:
                 rep.dropped_control_batches += 1
                 return b""
-            codec = Compression.NONE  # Kafka never compresses a control batch
-        return _from_v2(first, magic, codec, level, rep)
+            codec, plugin = Compression.NONE, None  # Kafka never compresses a control batch
+        return _from_v2(first, magic, codec, level, rep, plugin)
     records = [r for entry in group for r in entry]
-    return _from_legacy(group, records, magic, codec, level, rep, max_batch_bytes)
+    return _from_legacy(group, records, magic, codec, level, rep, max_batch_bytes, plugin)
 
 
 def _from_v2(batch: RecordBatch, magic: int, codec: Compression, level: int | None,
-             rep: ConversionReport) -> bytes:
+             rep: ConversionReport, plugin: str | None) -> bytes:
     records = batch.records()
     rep.records += len(records)
     log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
     if magic == 2:
         builder = BatchBuilder(
-            compression=codec, level=level, base_offset=batch.base_offset,
+            compression=codec, level=level, plugin=plugin, base_offset=batch.base_offset,
             partition_leader_epoch=batch.partition_leader_epoch,
             producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
             base_sequence=batch.base_sequence, is_transactional=batch.is_transactional,
@@ -229,7 +249,7 @@ def _legacy_entries(records: Sequence[Record], magic: int, codec: Compression,
 
 def _from_legacy(group: Sequence[Entry], records: list[Record], magic: int,
                  codec: Compression, level: int | None, rep: ConversionReport,
-                 max_batch_bytes: int) -> bytes:
+                 max_batch_bytes: int, plugin: str | None) -> bytes:
     first = group[0]
     assert isinstance(first, LegacyBatch)
     rep.records += len(records)
@@ -245,7 +265,7 @@ def _from_legacy(group: Sequence[Entry], records: list[Record], magic: int,
     start = 0
     while start < len(records):
         builder = BatchBuilder(
-            compression=codec, level=level, base_offset=records[start].offset,
+            compression=codec, level=level, plugin=plugin, base_offset=records[start].offset,
             timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
             log_append_time=max(r.timestamp for r in records) if log_append else None)
         end = start

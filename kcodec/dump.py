@@ -10,11 +10,22 @@ from kcodec._batch import RecordBatch
 from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
 from kcodec.constants import ControlType, TimestampType
+from kcodec.errors import KcodecError
 from kcodec.segments import Segment, read_offset_index, read_time_index
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 TS_NAMES = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime",
             TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType"}
+
+
+def codec_name(batch: RecordBatch | LegacyBatch) -> str:
+    """Kafka's name for the batch's codec; ``pluggable:<plugin>`` for codec 5."""
+    if batch.compression_id == 5 and isinstance(batch, RecordBatch):
+        try:
+            return f"pluggable:{batch.plugin_name}"
+        except KcodecError:
+            return "pluggable:<unreadable name>"
+    return CODEC_NAMES.get(batch.compression_id, str(batch.compression_id))
 
 
 def _bool(value: bool) -> str:
@@ -26,7 +37,7 @@ def _text(data: bytes) -> str:
 
 
 def batch_line(batch: RecordBatch | LegacyBatch) -> str:
-    codec = CODEC_NAMES.get(batch.compression_id, str(batch.compression_id))
+    codec = codec_name(batch)
     ts_name = TS_NAMES[batch.timestamp_type]
     if isinstance(batch, LegacyBatch):
         return (f"offset: {batch.last_offset} position: {batch.position} {ts_name}: "
@@ -126,7 +137,7 @@ def batch_json(batch: RecordBatch | LegacyBatch, deep: bool, print_data: bool) -
     out: dict[str, Any] = {
         "position": batch.position, "size": batch.size, "magic": batch.magic,
         "base_offset": batch.base_offset, "last_offset": batch.last_offset,
-        "compression": CODEC_NAMES.get(batch.compression_id, batch.compression_id),
+        "compression": codec_name(batch),
         "timestamp_type": TS_NAMES[batch.timestamp_type], "max_timestamp": batch.max_timestamp,
         "crc": batch.crc, "is_valid": batch.is_valid(),
         "producer_id": batch.producer_id, "producer_epoch": batch.producer_epoch,

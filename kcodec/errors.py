@@ -67,6 +67,15 @@ class UnsupportedCompressionTypeError(KcodecError):
     error_name = "UNSUPPORTED_COMPRESSION_TYPE"
 
 
+class UnknownPluginError(UnsupportedCompressionTypeError):
+    """A pluggable-codec batch (id 5) names a plugin that is neither registered nor
+    installed; ``plugin`` is the name it carries."""
+
+    def __init__(self, message: str, *, plugin: str, position: int | None = None) -> None:
+        super().__init__(message, position=position)
+        self.plugin = plugin
+
+
 class RecordTooLargeError(KcodecError):
     """A batch or record is larger than the configured limit (``RecordTooLargeException``)."""
 
@@ -123,5 +132,6 @@ __all__ = [
     "RecordListTooLargeError",
     "RecordTooLargeError",
     "UnsupportedCompressionTypeError",
+    "UnknownPluginError",
     "UnsupportedForMessageFormatError",
 ]

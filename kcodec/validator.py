@@ -62,6 +62,11 @@ def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, 
     topic = config if isinstance(config, TopicConfig) else TopicConfig.from_properties(config or {})
     now_ms = int(time.time() * 1000) if now is None else now
     entries = list(read_batches(data, validate_crc=True))
+    for entry in entries:
+        if entry.compression_id == Compression.PLUGGABLE:
+            raise UnsupportedCompressionTypeError(
+                "Kafka brokers do not accept pluggable compression (codec id 5)",
+                position=entry.position)
     if produce_version is not None and produce_version >= 3:
         _check_produce_request(entries, produce_version)
     for entry in entries:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -68,3 +70,24 @@ def vectors() -> dict[str, bytes]:
 def real_segments() -> list[Path]:
     """Every .log file under shared/testdata/kafka-segments."""
     return sorted((SHARED / "testdata" / "kafka-segments").glob("*/*/*.log"))
+
+
+def example_plugin_site(site: Path) -> str:
+    """examples/zstd-dict laid out in ``site`` as pip installs it (the package and its
+    dist-info with the entry point); returns the plugin's name. Skips without a checkout."""
+    example = ROOT / "examples" / "zstd-dict"
+    if not example.exists():
+        pytest.skip("needs the source checkout")
+    declared = (example / "pyproject.toml").read_text().split('."kcodec.codecs"]')[1]
+    entry = re.search(r'^"([^"]+)" = "([^"]+)"$', declared, re.M)
+    assert entry is not None
+    name, target = entry.groups()
+    shutil.copytree(example / "kcodec_zstd_dict", site / "kcodec_zstd_dict",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    info = site / "kcodec_zstd_dict-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kcodec-zstd-dict\n"
+                                   "Version: 0.1.0\n")
+    (info / "entry_points.txt").write_text(f"[kcodec.codecs]\n{name} = {target}\n")
+    return name
+

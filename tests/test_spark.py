@@ -16,7 +16,7 @@ import pytest
 import kcodec
 from kcodec.segments import Segment, write_partition
 
-from .conftest import real_segments, shared_path
+from .conftest import example_plugin_site, real_segments, shared_path
 
 pytest.importorskip("pyspark")
 pytestmark = pytest.mark.spark
@@ -164,6 +164,53 @@ def test_writer_output_reads_back(spark: Any, tmp_path: Path, magic: int, codec:
     assert values == events(1000)
     with pytest.raises(Exception, match="exists"):
         write_log(records, str(tmp_path / "out"), codec)
+
+
+def test_study_includes_plugins_shipped_to_executors(spark: Any, tmp_path: Path) -> None:
+    from kcodec import plugins
+    from kcodec.spark.study import compression_study, default_configs
+    plugins.register("snappy-as-plugin", plugins.BuiltinCodec("snappy"))
+    try:
+        assert ("pluggable:snappy-as-plugin", None) in default_configs()
+        records = spark.read.format("kafka-log").load(str(write_sample(tmp_path / "t-0")))
+        rows = {r.codec: r for r in compression_study(
+            records, [("snappy", None), ("pluggable:snappy-as-plugin", None)], [100]).collect()}
+    finally:
+        plugins.unregister("snappy-as-plugin")
+    plain, plugged = rows["snappy"], rows["pluggable:snappy-as-plugin"]
+    assert plugged.records == plain.records == 1000
+    # the same stream, plus the plugin's name in every batch
+    assert plugged.stored_bytes - plain.stored_bytes == plain.batches * (1 + 16)
+
+
+def test_executors_find_installed_plugins(spark: Any, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example plugin, shipped as a zip with its dist-info (as --py-files would), is
+    found by its entry point on the executors, by the name in the batches."""
+    from kcodec.spark.functions import explode_batches
+    site = tmp_path / "site"
+    site.mkdir()
+    name = example_plugin_site(site)
+    archive = shutil.make_archive(str(tmp_path / "plugin"), "zip", site)
+    spark.sparkContext.addPyFile(archive)
+    monkeypatch.syspath_prepend(archive)  # the driver builds the batches with it
+    try:
+        batches = []
+        for b in range(4):
+            builder = kcodec.BatchBuilder(compression="pluggable", plugin=name,
+                                          base_offset=b * 50)
+            for i, value in enumerate(events(50, b * 50)):
+                builder.append(value, key=b"k%d" % i, timestamp=1_700_000_000_000 + i)
+            batches.append(builder.build())
+        frame = spark.createDataFrame([(data,) for data in batches], "batch binary")
+        exploded = explode_batches(frame, "batch", topic="t", partition=0)
+        assert [bytes(r.value) for r in exploded.orderBy("offset").collect()] == events(200)
+        partition = write_partition(tmp_path / "log" / "t-0", batches)
+        read = spark.read.format("kafka-log").load(str(partition))
+        assert [bytes(r.value) for r in read.orderBy("offset").collect()] == events(200)
+    finally:
+        from kcodec import plugins
+        plugins._loaded.clear()
 
 
 def test_demo_writes_a_report(tmp_path: Path) -> None:

@@ -174,6 +174,9 @@ JAVA_EXCEPTIONS: dict[str, type[KcodecError]] = {
     "IndexOutOfBoundsException": CorruptRecordError,  # batch shorter than its header
     "KafkaException": CompressionError,  # the codec's stream failed
 }
+#: Where kcodec's documented extension differs from Java: Java knows no codec 5; kcodec
+#: reads it as pluggable (FORMAT.md §7.2), and this records section holds no plugin name.
+KCODEC_EXTENSION = {"E11_codec5": CorruptRecordError}
 # E: v2 framing and records; G, L, S, Z: gzip, lz4, snappy, zstd; LG: legacy formats.
 EDGE_CASES = sorted(name for name in JAVA_RESULTS if name[0] in "EGLSZ")
 
@@ -202,7 +205,8 @@ def test_edge_case_matches_java(name: str) -> None:
     records, exc, valid_bytes = kcodec_view(VECTORS[name])
     if exc_match:
         assert exc is not None, f"{name}: Java raised {exc_match.group(1)}, kcodec did not"
-        assert issubclass(exc, JAVA_EXCEPTIONS[exc_match.group(1)]), (name, exc)
+        expected = KCODEC_EXTENSION.get(name) or JAVA_EXCEPTIONS[exc_match.group(1)]
+        assert issubclass(exc, expected), (name, exc)
     else:
         assert exc is None, f"{name}: kcodec raised {exc}, Java accepted: {java}"
         assert valid_bytes == int(re.search(r"validBytes=(\d+)", java).group(1))
@@ -217,9 +221,14 @@ def test_edge_case_errors_carry_codes_and_positions() -> None:
     with pytest.raises(CorruptRecordError) as corrupt:
         list(kcodec.read_batches(VECTORS["E20_trailing_12_zero"]))
     assert corrupt.value.error_code == 2 and corrupt.value.position == 70
+    codec6 = bytearray(VECTORS["E11_codec5"])
+    codec6[22] = 6  # attributes' low byte
     with pytest.raises(UnsupportedCompressionTypeError) as codec:
-        list(next(kcodec.read_batches(VECTORS["E11_codec5"])))
+        list(next(kcodec.read_batches(codec6, validate_crc=False)))
     assert codec.value.error_code == 76
+    with pytest.raises(CorruptRecordError) as plugin:  # codec 5 without a plugin name
+        list(next(kcodec.read_batches(VECTORS["E11_codec5"])))
+    assert plugin.value.position == 61
 
 
 def test_crc_mismatch_is_reported_with_both_values(vectors: dict[str, bytes]) -> None:

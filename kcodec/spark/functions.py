@@ -43,8 +43,22 @@ def epoch_millis(column: Any) -> list[int | None]:
     return [None if us is None else us // 1000 for us in column.cast(pa.int64()).to_pylist()]
 
 
+def ship_plugins(names: Any) -> dict[str, Any]:
+    """The driver's codec objects for these plugin names, pickled into a task so that its
+    executors can use plugins registered only on the driver (installed ones they find)."""
+    from kcodec import plugins
+    return {name: plugins.get(name) for name in names if name is not None}
+
+
+def register_shipped(shipped: dict[str, Any]) -> None:
+    """On an executor: register the codecs :func:`ship_plugins` sent."""
+    from kcodec import plugins
+    for name, codec in shipped.items():
+        plugins.register(name, codec, replace=True)
+
+
 def _records_to_batches(table: Any, codec: str, level: int | None, magic: int,
-                        batch_records: int) -> Iterator[tuple[Any, ...]]:
+                        batch_records: int, plugin: str | None) -> Iterator[tuple[Any, ...]]:
     """(topic, partition, base offset, count, bytes) of each batch built from one
     topic-partition's records (ordered by offset when there is an offset column)."""
     import kcodec
@@ -58,7 +72,7 @@ def _records_to_batches(table: Any, codec: str, level: int | None, magic: int,
         chunk = rows[start:start + batch_records]
         base = chunk[0].get("offset", next_offset)
         builder = kcodec.BatchBuilder(magic=magic, compression=codec, level=level,
-                                      base_offset=base)
+                                      plugin=plugin, base_offset=base)
         for row, stamp in zip(chunk, stamps[start:start + batch_records]):
             builder.append(row.get("value"), key=row.get("key"), timestamp=stamp,
                            headers=[(h["key"], h["value"]) for h in row.get("headers") or ()]
@@ -70,14 +84,17 @@ def _records_to_batches(table: Any, codec: str, level: int | None, magic: int,
 
 
 def build_batches(frame: Any, codec: str = "none", *, level: int | None = None,
-                  magic: int = 2, batch_records: int = 1000) -> Any:
+                  magic: int = 2, batch_records: int = 1000, plugin: str | None = None) -> Any:
     """Batches of at most ``batch_records`` records per topic-partition. ``frame`` has
     ``value`` and optionally ``key``, ``timestamp``, ``headers``, ``offset`` (kept when
-    present, else numbered from 0), ``topic`` and ``partition``."""
+    present, else numbered from 0), ``topic`` and ``partition``. ``codec="pluggable"``
+    with ``plugin`` compresses with a plugin (shipped to the executors from the driver)."""
     import pyarrow as pa
+    shipped = ship_plugins([plugin])
 
     def build(table: Any) -> Any:
-        rows = list(_records_to_batches(table, codec, level, magic, batch_records))
+        register_shipped(shipped)
+        rows = list(_records_to_batches(table, codec, level, magic, batch_records, plugin))
         columns: list[Any] = list(zip(*rows)) if rows else [[]] * 5
         return pa.table({"topic": pa.array(columns[0], pa.string()),
                          "partition": pa.array(columns[1], pa.int32()),
@@ -90,8 +107,8 @@ def build_batches(frame: Any, codec: str = "none", *, level: int | None = None,
 
 
 def write_log(frame: Any, path: str, codec: str = "none", *, level: int | None = None,
-              magic: int = 2, batch_records: int = 1000, segment_bytes: int = 1 << 30
-              ) -> list[Any]:
+              magic: int = 2, batch_records: int = 1000, segment_bytes: int = 1 << 30,
+              plugin: str | None = None) -> list[Any]:
     """Write ``frame``'s records as a Kafka log directory under ``path``: a
     ``<topic>-<partition>`` directory per topic-partition (each written aside and renamed
     into place; an existing one is never overwritten), segments with their indexes. Returns
@@ -101,9 +118,11 @@ def write_log(frame: Any, path: str, codec: str = "none", *, level: int | None =
     import pyarrow as pa
 
     from kcodec.segments import write_partition
+    shipped = ship_plugins([plugin])
 
     def write(table: Any) -> Any:
-        rows = list(_records_to_batches(table, codec, level, magic, batch_records))
+        register_shipped(shipped)
+        rows = list(_records_to_batches(table, codec, level, magic, batch_records, plugin))
         topic, partition = rows[0][0] or "records", rows[0][1] or 0
         target = write_partition(os.path.join(path, f"{topic}-{partition}"),
                                  [row[4] for row in rows], segment_bytes=segment_bytes)
@@ -116,30 +135,34 @@ def write_log(frame: Any, path: str, codec: str = "none", *, level: int | None =
     return written
 
 
-def _codec_udf(codec: str, level: int | None, packing: bool) -> Any:
+def _codec_udf(codec: str, level: int | None, packing: bool, plugin: str | None) -> Any:
     import pandas as pd  # type: ignore[import-untyped]
     from pyspark.sql.functions import pandas_udf  # type: ignore[attr-defined]
 
     from kcodec import codecs
+    shipped = ship_plugins([plugin])
 
     @pandas_udf("binary")  # type: ignore[untyped-decorator]
     def through_codec(column: pd.Series) -> pd.Series:
-        step = ((lambda b: codecs.compress(codec, b, level)) if packing
-                else (lambda b: codecs.decompress(codec, b)))
+        register_shipped(shipped)
+        step = ((lambda b: codecs.compress(codec, b, level, plugin=plugin)) if packing
+                else (lambda b: codecs.decompress(codec, b, plugin=plugin)))
         return column.map(lambda b: None if b is None else step(b))  # type: ignore[no-untyped-call]
 
     return through_codec
 
 
-def compress_column(column: Any, codec: str, level: int | None = None) -> Any:
-    """A binary column compressed as Kafka stores a batch's records with ``codec``."""
-    return _codec_udf(codec, level, True)(column)
+def compress_column(column: Any, codec: str, level: int | None = None, *,
+                    plugin: str | None = None) -> Any:
+    """A binary column compressed as Kafka stores a batch's records with ``codec`` (or,
+    with ``codec="pluggable"``, the plugin's stream)."""
+    return _codec_udf(codec, level, True, plugin)(column)
 
 
-def decompress_column(column: Any, codec: str) -> Any:
+def decompress_column(column: Any, codec: str, *, plugin: str | None = None) -> Any:
     """The inverse of :func:`compress_column` (bounded, as every kcodec decompression)."""
-    return _codec_udf(codec, None, False)(column)
+    return _codec_udf(codec, None, False, plugin)(column)
 
 
 __all__ = ["build_batches", "compress_column", "decompress_column", "epoch_millis",
-           "explode_batches", "write_log"]
+           "explode_batches", "register_shipped", "ship_plugins", "write_log"]

@@ -4,6 +4,10 @@ For every (codec, level, batch size) asked for, each Spark task builds the recor
 data partition into uncompressed batches of that size with kcodec, then times compressing
 and decompressing each batch's records region as a producer and a consumer would. Sizes and
 times are summed per configuration; the result is a DataFrame, a Markdown table and a chart.
+
+A configuration's codec is a Kafka codec name or ``pluggable:<plugin name>``; by default
+every plugin registered on the driver or installed there takes part, at its default level.
+Plugin codecs are shipped to the executors with the tasks.
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from kcodec import BatchBuilder, codecs
-from kcodec.spark.functions import epoch_millis
+from kcodec import BatchBuilder, codecs, plugins
+from kcodec.spark.functions import epoch_millis, register_shipped, ship_plugins
 
 #: The configurations studied when none are given: every Kafka codec at a fast, the default
 #: and a slow level, in batches of 100 and 1000 records.
@@ -22,6 +26,7 @@ DEFAULT_CONFIGS: tuple[tuple[str, int | None], ...] = (
     ("none", None), ("gzip", 1), ("gzip", 6), ("gzip", 9), ("snappy", None), ("lz4", 1),
     ("lz4", 9), ("zstd", 1), ("zstd", 3), ("zstd", 9))
 DEFAULT_BATCH_RECORDS = (100, 1000)
+PLUGGABLE_PREFIX = "pluggable:"
 RECORDS_REGION = 61   # a v2 batch's header size: what follows is compressed
 
 STUDY_SCHEMA = ("codec string, level int, batch_records int, batches long, records long, "
@@ -41,35 +46,53 @@ def _measure(keys: Sequence[bytes | None], values: Sequence[bytes | None],
                 builder.append(values[i], key=keys[i], timestamp=timestamps[i])
             regions.append((min(size, len(values) - start), builder.build()[RECORDS_REGION:]))
         for codec, level in configs:
+            kind, plugin, overhead = _codec_parts(codec)
             stored = raw = 0
             packing = unpacking = 0.0
             for _, region in regions:
                 began = time.perf_counter()
-                packed = codecs.compress(codec, region, level) if codec != "none" else region
+                packed = (codecs.compress(kind, region, level, plugin=plugin) if kind != "none"
+                          else region)
                 packing += time.perf_counter() - began
                 began = time.perf_counter()
-                if codec != "none":
-                    codecs.decompress(codec, packed)
+                if kind != "none":
+                    codecs.decompress(kind, packed, plugin=plugin)
                 unpacking += time.perf_counter() - began
                 raw += RECORDS_REGION + len(region)
-                stored += RECORDS_REGION + len(packed)
+                stored += RECORDS_REGION + overhead + len(packed)
             yield {"codec": codec, "level": level, "batch_records": size,
                    "batches": len(regions), "records": sum(n for n, _ in regions),
                    "raw_bytes": raw, "stored_bytes": stored, "compress_seconds": packing,
                    "decompress_seconds": unpacking}
 
 
-def compression_study(records: Any, configs: Sequence[tuple[str, int | None]] = DEFAULT_CONFIGS,
+def _codec_parts(codec: str) -> tuple[str, str | None, int]:
+    """(codec for kcodec.codecs, plugin name, bytes the plugin's name adds to a batch)."""
+    if codec.startswith(PLUGGABLE_PREFIX):
+        plugin = codec[len(PLUGGABLE_PREFIX):]
+        return "pluggable", plugin, 1 + len(plugins.check_name(plugin))
+    return codec, None, 0
+
+
+def default_configs() -> list[tuple[str, int | None]]:
+    """DEFAULT_CONFIGS and every plugin registered or installed here, at its default level."""
+    return [*DEFAULT_CONFIGS, *((PLUGGABLE_PREFIX + name, None) for name in plugins.names())]
+
+
+def compression_study(records: Any, configs: Sequence[tuple[str, int | None]] | None = None,
                       batch_records: Sequence[int] = DEFAULT_BATCH_RECORDS) -> Any:
     """Study a DataFrame with ``key``, ``value`` (binary) and ``timestamp`` columns (as the
     ``kafka-log`` source gives). Returns one row per configuration: codec, level,
     batch_records, stored and raw bytes, ``ratio`` and compress/decompress MB/s (of raw
-    bytes, per core)."""
+    bytes, per core). ``configs``: (codec, level) pairs, by default :func:`default_configs`."""
     from pyspark.sql import functions as F
-    configs, batch_records = list(configs), list(batch_records)
+    configs = default_configs() if configs is None else list(configs)
+    batch_records = list(batch_records)
+    shipped = ship_plugins(_codec_parts(codec)[1] for codec, _ in configs)
 
     def study_partition(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
+        register_shipped(shipped)
         keys: list[bytes | None] = []
         values: list[bytes | None] = []
         stamps: list[int | None] = []
@@ -144,4 +167,4 @@ def chart(rows: Sequence[Any], path: str | Path) -> Path:
 
 
 __all__ = ["DEFAULT_BATCH_RECORDS", "DEFAULT_CONFIGS", "chart", "compression_study",
-           "markdown_table"]
+           "default_configs", "markdown_table"]

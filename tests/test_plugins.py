@@ -1,0 +1,369 @@
+"""Pluggable compression (codec id 5): the registry, the batch layout of FORMAT.md §7.2,
+the example dictionary-zstd plugin, and the rule that data never makes kcodec import."""
+
+from __future__ import annotations
+
+import struct
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kcodec
+from kcodec import plugins
+from kcodec._scratch import ScratchBuffer
+from kcodec.errors import (
+    CompressionError,
+    CorruptRecordError,
+    DecompressionLimitError,
+    UnknownPluginError,
+    UnsupportedCompressionTypeError,
+)
+
+from .conftest import example_plugin_site
+
+
+class Reverse:
+    """A toy codec with levels 1-3: the level is stored in the first byte."""
+
+    level_range = (1, 3)
+
+    def compress(self, data: memoryview, level: int | None) -> bytes:
+        return bytes((level or 2,)) + bytes(data)[::-1]
+
+    def decompress(self, data: memoryview, max_size: int) -> bytes:
+        out = bytes(data[1:])[::-1]
+        if len(out) > max_size:
+            raise DecompressionLimitError("too big")
+        return out
+
+
+@pytest.fixture
+def registered() -> Iterator[list[str]]:
+    """Register codecs for one test, and forget them (and loaded entry points) after."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        plugins.unregister(name)
+    plugins._loaded.clear()
+
+
+def register(names: list[str], name: str, codec: Any) -> None:
+    plugins.register(name, codec)
+    names.append(name)
+
+
+def build(plugin: str, count: int = 20, level: int | None = None, **options: Any) -> bytes:
+    builder = kcodec.BatchBuilder(compression="pluggable", plugin=plugin, level=level,
+                                  **options)
+    for i in range(count):
+        builder.append(b"value %d " % i * 5, key=b"key-%d" % i, timestamp=1_700_000_000_000 + i,
+                       headers=[("h", b"%d" % i)])
+    return builder.build()
+
+
+def contents(data: bytes) -> list[tuple[Any, ...]]:
+    return [(r.offset, r.timestamp, r.key, r.value, r.headers)
+            for b in kcodec.read_batches(data) for r in b]
+
+
+def test_layout_is_format_7_2(registered: list[str]) -> None:
+    register(registered, "reverse", Reverse())
+    data = build("reverse", count=3, level=1)
+    plain = kcodec.BatchBuilder()
+    for i in range(3):
+        plain.append(b"value %d " % i * 5, key=b"key-%d" % i, timestamp=1_700_000_000_000 + i,
+                     headers=[("h", b"%d" % i)])
+    reference = plain.build()
+    assert data[22] & 7 == 5 and data[16] == 2  # codec 5, magic 2
+    assert data[57:61] == reference[57:61] == struct.pack(">i", 3)  # count in its place
+    assert data[61] == len(b"reverse") and data[62:69] == b"reverse"
+    assert data[69:] == b"\x01" + reference[61:][::-1]  # the plugin's stream follows
+    assert struct.unpack(">i", data[8:12])[0] == len(data) - 12  # length covers the name
+    (batch,) = kcodec.read_batches(data)
+    assert batch.is_valid() and batch.compression == kcodec.Compression.PLUGGABLE
+    assert batch.plugin_name == "reverse" and batch.record_count == 3
+    assert contents(data) == contents(reference)
+
+
+@pytest.mark.parametrize("codec,levels", [
+    ("gzip", range(1, 10)), ("lz4", range(1, 18)), ("zstd", [-5, -1, *range(1, 23)]),
+    ("snappy", [None])])
+def test_builtin_codecs_as_plugins_at_every_level(registered: list[str], codec: str,
+                                                  levels: Any) -> None:
+    register(registered, f"kafka-{codec}", plugins.BuiltinCodec(codec))
+    expected = contents(build(f"kafka-{codec}", level=None))
+    for level in levels:
+        data = build(f"kafka-{codec}", level=level)
+        assert contents(data) == expected
+        # the same stream the built-in codec id carries
+        builtin = kcodec.BatchBuilder(compression=codec, level=level)
+        for i in range(20):
+            builtin.append(b"value %d " % i * 5, key=b"key-%d" % i,
+                           timestamp=1_700_000_000_000 + i, headers=[("h", b"%d" % i)])
+        assert data[62 + len(f"kafka-{codec}"):] == builtin.build()[61:]
+
+
+def test_levels_are_checked(registered: list[str]) -> None:
+    register(registered, "reverse", Reverse())
+    for level in (1, 2, 3):
+        assert contents(build("reverse", level=level)) == contents(build("reverse"))
+    with pytest.raises(ValueError, match="outside 1..3"):
+        kcodec.BatchBuilder(compression="pluggable", plugin="reverse", level=4)
+    register(registered, "no-levels", plugins.BuiltinCodec("snappy"))
+    with pytest.raises(ValueError, match="no levels"):
+        kcodec.BatchBuilder(compression="pluggable", plugin="no-levels", level=1)
+
+
+def test_unknown_plugin_is_error_76_naming_it(registered: list[str]) -> None:
+    register(registered, "reverse", Reverse())
+    data = build("reverse")
+    plugins.unregister("reverse")
+    registered.clear()
+    (batch,) = kcodec.read_batches(data)
+    assert batch.plugin_name == "reverse"  # header-only use needs no plugin
+    with pytest.raises(UnknownPluginError) as info:
+        batch.records()
+    assert info.value.plugin == "reverse" and info.value.error_code == 76
+    assert info.value.position == 61 and "'reverse'" in str(info.value)
+    with pytest.raises(UnknownPluginError):
+        kcodec.decode_arrow(data)
+    with pytest.raises(UnknownPluginError):
+        kcodec.BatchBuilder(compression="pluggable", plugin="reverse")
+
+
+def test_longest_and_non_ascii_names(registered: list[str]) -> None:
+    for name in ("p" * 127, "zstd-字典-x" + "é" * 57, "🗜️", "Ω"):
+        assert len(name.encode()) <= 127
+        register(registered, name, plugins.BuiltinCodec("lz4"))
+        data = build(name)
+        (batch,) = kcodec.read_batches(data)
+        assert batch.plugin_name == name and data[61] == len(name.encode())
+        assert len(batch.records()) == 20
+    for bad in ("p" * 128, "字" * 43, ""):
+        with pytest.raises(ValueError, match="1 to 127 bytes"):
+            plugins.register(bad, Reverse())
+
+
+@pytest.mark.parametrize("section,message", [
+    (b"", "ends before its plugin name"), (b"\x00rest", "length 0"),
+    (b"\xffrest", "length -1"), (b"\x7fshort", "runs past the batch"),
+    (b"\x02\xff\xfe", "not UTF-8")])
+def test_broken_names_are_corrupt_at_byte_61(section: bytes, message: str) -> None:
+    data = bytearray(kcodec.empty_batch(base_offset=0, last_offset=0, max_timestamp=0))
+    data[22] = 5
+    data[57:61] = struct.pack(">i", 1)
+    data += section
+    data[8:12] = struct.pack(">i", len(data) - 12)
+    data[17:21] = struct.pack(">I", kcodec.crc32c(bytes(data[21:])))
+    (batch,) = kcodec.read_batches(bytes(data))
+    with pytest.raises(CorruptRecordError, match=message) as info:
+        batch.records()
+    assert info.value.position in (61, 62)
+
+
+def test_a_name_from_data_is_never_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            registered: list[str]) -> None:
+    """Names that are importable modules or entry-point-like values stay mere names."""
+    marker = tmp_path / "imported"
+    (tmp_path / "kcodec_trap.py").write_text(f"open({str(marker)!r}, 'w').close()\n"
+                                             "def compress(data, level): return data\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    register(registered, "carrier", plugins.BuiltinCodec("gzip"))
+    template = build("carrier")
+    for name in ("kcodec_trap", "kcodec_trap:compress", "os", "os.path", "subprocess",
+                 "kcodec.codecs", "builtins.eval", "../kcodec_trap.py"):
+        encoded = name.encode()
+        data = bytearray(template[:61]) + bytes((len(encoded),)) + encoded + template[69:]
+        data[8:12] = struct.pack(">i", len(data) - 12)
+        data[17:21] = struct.pack(">I", kcodec.crc32c(bytes(data[21:])))
+        with pytest.raises(UnknownPluginError):
+            list(next(kcodec.read_batches(bytes(data))))
+    assert not marker.exists() and "kcodec_trap" not in sys.modules
+
+
+def test_codec_failures_become_kcodec_errors(registered: list[str]) -> None:
+    class Broken(Reverse):
+        def decompress(self, data: memoryview, max_size: int) -> bytes:
+            raise RuntimeError("boom")
+
+    class Greedy(Reverse):
+        def decompress(self, data: memoryview, max_size: int) -> bytes:
+            return b"x" * (max_size + 10)
+
+    register(registered, "broken", Broken())
+    register(registered, "greedy", Greedy())
+    with pytest.raises(CompressionError, match="plugin 'broken' failed: RuntimeError: boom"):
+        next(kcodec.read_batches(build("broken"))).records()
+    with pytest.raises(DecompressionLimitError):
+        next(kcodec.read_batches(build("greedy"))).records()
+
+
+def test_decompression_is_bounded_through_the_sink(registered: list[str]) -> None:
+    register(registered, "kafka-zstd", plugins.BuiltinCodec("zstd"))
+    data = build("kafka-zstd", count=2000)
+    assert len(kcodec.decode_arrow(data)) == 2000
+    with pytest.raises(DecompressionLimitError):
+        next(kcodec.read_batches(data, max_decompressed_size=1000)).records()
+    sink = plugins.Sink(ScratchBuffer(16), 10)
+    assert len(sink.window(1 << 20)) == 11  # never more than one byte past the limit
+    with pytest.raises(DecompressionLimitError):
+        sink.commit(11)
+    with pytest.raises(DecompressionLimitError):
+        plugins.Sink(ScratchBuffer(16), 3).write(b"four")
+
+
+def test_registry_api(registered: list[str]) -> None:
+    register(registered, "reverse", Reverse())
+    assert "reverse" in plugins.names() and isinstance(plugins.get("reverse"), Reverse)
+    with pytest.raises(ValueError, match="already registered"):
+        plugins.register("reverse", Reverse())
+    replacement = Reverse()
+    plugins.register("reverse", replacement, replace=True)
+    assert plugins.get("reverse") is replacement
+    with pytest.raises(TypeError):
+        plugins.register("not-a-codec", object())  # type: ignore[arg-type]
+    with pytest.raises(KeyError):
+        plugins.unregister("never-registered")
+    with pytest.raises(UnknownPluginError):
+        plugins.get("never-registered")
+
+
+def test_builder_and_config_options(registered: list[str]) -> None:
+    register(registered, "reverse", Reverse())
+    with pytest.raises(ValueError, match="needs a plugin name"):
+        kcodec.BatchBuilder(compression="pluggable")
+    with pytest.raises(ValueError, match="compression='pluggable' only"):
+        kcodec.BatchBuilder(compression="gzip", plugin="reverse")
+    with pytest.raises(UnsupportedCompressionTypeError):
+        kcodec.BatchBuilder(magic=1, compression="pluggable", plugin="reverse")
+    config = kcodec.ProducerConfig.from_properties({
+        "compression.type": "pluggable", "pluggable.factory.plugin": "reverse",
+        "compression.pluggable.level": "3"})
+    assert config.plugin == "reverse"
+    builder = config.batch_builder("orders", base_offset=7)
+    builder.append(b"v")
+    (batch,) = kcodec.read_batches(builder.build())
+    assert batch.plugin_name == "reverse" and batch.base_offset == 7
+    assert batch.buffer[69] == 3  # Reverse stores its level
+    with pytest.raises(ValueError, match="needs pluggable.factory.plugin"):
+        kcodec.ProducerConfig.from_properties({"compression.type": "pluggable"})
+    with pytest.raises(ValueError, match="goes with compression.type=pluggable"):
+        kcodec.ProducerConfig.from_properties({"compression.type": "lz4",
+                                               "pluggable.factory.plugin": "reverse"})
+
+
+def test_convert_to_and_from_standard_batches(registered: list[str]) -> None:
+    from kafka.record.memory_records import MemoryRecords
+    register(registered, "reverse", Reverse())
+    data = build("reverse", base_offset=40) + build("reverse", base_offset=60)
+    standard = kcodec.convert(data, magic=2, compression="gzip")
+    assert {b.compression for b in kcodec.read_batches(standard)} == {kcodec.Compression.GZIP}
+    assert contents(standard) == contents(data)
+    peer = MemoryRecords(standard)  # a Kafka client reads the converted batches
+    offsets = []
+    while peer.has_next():
+        offsets += [r.offset for r in peer.next_batch()]
+    assert offsets == [r[0] for r in contents(data)]
+    assert kcodec.convert(data, magic=2) == data  # kept as it is
+    again = kcodec.convert(standard, magic=2, compression="pluggable", plugin="reverse")
+    assert again == data
+    with pytest.raises(UnsupportedCompressionTypeError):
+        kcodec.convert(data, magic=1)
+    with pytest.raises(UnsupportedCompressionTypeError, match="codec id 5"):
+        kcodec.validate(build("reverse", base_offset=0), next_offset=0)
+
+
+def test_columns_and_threads_match_the_row_api(registered: list[str]) -> None:
+    register(registered, "kafka-lz4", plugins.BuiltinCodec("lz4"))
+    data = b"".join(build("kafka-lz4", count=50, base_offset=i * 50) for i in range(40))
+    rows = contents(data)
+    for threads in (1, 2):
+        table = kcodec.decode_arrow(data, threads=threads)
+        assert table.column("offset").to_pylist() == [r[0] for r in rows]
+        assert table.column("value").to_pylist() == [r[3] for r in rows]
+    results: list[list[Any]] = []
+    workers = [threading.Thread(target=lambda: results.append(contents(data))) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert results == [rows] * 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.binary(max_size=300)), min_size=1, max_size=30),
+       level=st.one_of(st.none(), st.integers(1, 3)))
+def test_round_trip_property(values: list[bytes | None], level: int | None) -> None:
+    if "reverse-property" not in plugins.names():
+        plugins.register("reverse-property", Reverse(), replace=True)
+    builder = kcodec.BatchBuilder(compression="pluggable", plugin="reverse-property",
+                                  level=level, base_offset=5)
+    for i, value in enumerate(values):
+        builder.append(value, key=None if i % 2 else b"k%d" % i, timestamp=i)
+    data = builder.build()
+    assert [r.value for r in next(kcodec.read_batches(data))] == values
+    assert kcodec.convert(kcodec.convert(data, magic=2, compression="none"), magic=2,
+                          compression="pluggable", plugin="reverse-property",
+                          level=level) == data
+
+
+# ---- the example plugin package: zstd with a trained dictionary ---------------------------
+
+@pytest.fixture
+def example_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                      registered: list[str]) -> str:
+    """examples/zstd-dict as pip would install it: the package and its entry point."""
+    name = example_plugin_site(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for module in [m for m in sys.modules if m.startswith("kcodec_zstd_dict")]:
+        monkeypatch.delitem(sys.modules, module)
+    return name
+
+
+def test_installed_plugin_is_found_by_name_and_loaded_lazily(example_installed: str) -> None:
+    assert example_installed in plugins.names()
+    assert "kcodec_zstd_dict" not in sys.modules  # listed from metadata, not imported
+    builder = kcodec.BatchBuilder(compression="pluggable", plugin=example_installed, level=5)
+    events = [b'{"order_id": "%d", "item": "lamp", "country": "DE"}' % i for i in range(50)]
+    for event in events:
+        builder.append(event)
+    data = builder.build()
+    assert "kcodec_zstd_dict" in sys.modules
+    assert [r.value for r in next(kcodec.read_batches(data))] == events
+    assert plugins.get(example_installed) is plugins.get(example_installed)  # loaded once
+
+
+def test_dictionary_codec_at_every_level(example_installed: str,
+                                         registered: list[str]) -> None:
+    from kcodec_zstd_dict import ZstdDictCodec, train
+
+    from kcodec.spark.demo import sample_events
+    values = [v for _, v, _ in sample_events(3000, 5, 0)]
+    codec = train(values[:2000], size=8192)
+    assert codec.name == f"zstd-dict-{codec.dict_id}"
+    register(registered, codec.name, codec)
+    plain_total = dict_total = 0
+    for level in range(1, 23):
+        builder = kcodec.BatchBuilder(compression="pluggable", plugin=codec.name, level=level)
+        plain = kcodec.BatchBuilder(compression="zstd", level=level)
+        for value in values[2000:2010]:
+            builder.append(value)
+            plain.append(value)
+        data = builder.build()
+        assert [r.value for r in next(kcodec.read_batches(data))] == values[2000:2010]
+        dict_total += len(data)
+        plain_total += len(plain.build())
+    assert dict_total < plain_total * 0.8  # small batches: the dictionary pays off
+    loaded = ZstdDictCodec.load(codec.save(Path(str(sys.modules["kcodec_zstd_dict"].__file__))
+                                           .parent / "trained.zdict"))
+    assert loaded.name == codec.name
+    assert loaded.decompress(memoryview(codec.compress(memoryview(b"abc" * 100), 3)),
+                             300) == b"abc" * 100
+    with pytest.raises(DecompressionLimitError):
+        loaded.decompress(memoryview(codec.compress(memoryview(b"abc" * 100), 3)), 299)
