@@ -367,3 +367,22 @@ def test_dictionary_codec_at_every_level(example_installed: str,
                              300) == b"abc" * 100
     with pytest.raises(DecompressionLimitError):
         loaded.decompress(memoryview(codec.compress(memoryview(b"abc" * 100), 3)), 299)
+
+
+def test_command_line(registered: list[str], tmp_path: Path,
+                      capsys: pytest.CaptureFixture[str]) -> None:
+    from kcodec.cli import main
+    from kcodec.segments import write_partition
+    register(registered, "reverse", Reverse())
+    assert main(["plugins"]) == 0 and "reverse" in capsys.readouterr().out.split()
+    source = write_partition(tmp_path / "t-0", [build("reverse", base_offset=0),
+                                                build("reverse", base_offset=20)])
+    assert main(["dump", str(next(source.glob("*.log")))]) == 0
+    assert "compresscodec: pluggable:reverse" in capsys.readouterr().out
+    assert main(["convert", str(source), str(tmp_path / "out"), "--compression", "lz4"]) == 0
+    converted = next((tmp_path / "out" / "t-0").glob("*.log")).read_bytes()
+    assert {b.compression for b in kcodec.read_batches(converted)} == {kcodec.Compression.LZ4}
+    assert main(["convert", str(tmp_path / "out" / "t-0"), str(tmp_path / "back"),
+                 "--compression", "pluggable", "--plugin", "reverse"]) == 0
+    back = next((tmp_path / "back" / "t-0").glob("*.log")).read_bytes()
+    assert back == next(source.glob("*.log")).read_bytes()
