@@ -153,6 +153,24 @@ static int put_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int
     return 0;
 }
 
+/* The batch columns other than sequence, the same for each of `records` records. */
+static void put_batch_columns(kc_columns *c, const kc_batch_info *b, int64_t records)
+{
+    memset(c->magic.data + c->magic.len, b->magic, (size_t)records);
+    c->magic.len += (size_t)records;
+    memset(c->compression.data + c->compression.len, b->compression, (size_t)records);
+    c->compression.len += (size_t)records;
+    memset(c->is_transactional.data + c->is_transactional.len, b->is_transactional,
+           (size_t)records);
+    c->is_transactional.len += (size_t)records;
+    memset(c->is_control.data + c->is_control.len, b->is_control, (size_t)records);
+    c->is_control.len += (size_t)records;
+    for (int64_t i = 0; i < records; i++) {
+        PUT(c->producer_id, int64_t, b->producer_id);
+        PUT(c->producer_epoch, int16_t, b->producer_epoch);
+    }
+}
+
 static int put_headers(kc_columns *c, const kc_record *r, int strict)
 {
     const uint8_t *q = r->headers;
@@ -177,6 +195,53 @@ static int put_headers(kc_columns *c, const kc_record *r, int strict)
     return 0;
 }
 
+/* A binary column being appended to: its offsets and validity have room reserved for the
+ * whole batch; its data grows as needed. Kept in locals by kc_decode_records so that the
+ * stores of record bytes (which may alias anything) do not force reloads of the columns'
+ * lengths from memory for every record. */
+typedef struct {
+    uint8_t *offsets;   /* next int64 offset */
+    uint8_t *valid;     /* next validity byte */
+    int64_t end;        /* data bytes so far (the last offset) */
+    kc_buf *data;
+} binary_cursor;
+
+static inline binary_cursor binary_open(kc_buf *offsets, kc_buf *data, kc_buf *valid)
+{
+    binary_cursor b = {offsets->data + offsets->len, valid->data + valid->len,
+                       last_i64(offsets), data};
+    return b;
+}
+
+static inline void binary_close(binary_cursor *b, kc_buf *offsets, kc_buf *valid)
+{
+    offsets->len = (size_t)(b->offsets - offsets->data);
+    valid->len = (size_t)(b->valid - valid->data);
+}
+
+static inline int binary_put(binary_cursor *b, const uint8_t *p, int32_t n)
+{
+    if (p != NULL) {
+        kc_buf *data = b->data;
+        if ((size_t)n > data->cap - data->len && buf_reserve(data, (size_t)n) < 0)
+            return -1;
+        memcpy(data->data + data->len, p, (size_t)n);
+        data->len += (size_t)n;
+        b->end += n;
+    }
+    memcpy(b->offsets, &b->end, sizeof b->end);
+    b->offsets += sizeof b->end;
+    *b->valid++ = p != NULL;
+    return 0;
+}
+
+#define PUT_AT(cursor, type, value)                         \
+    do {                                                    \
+        type put_value_ = (type)(value);                    \
+        memcpy((cursor), &put_value_, sizeof(type));        \
+        (cursor) += sizeof(type);                           \
+    } while (0)
+
 int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
                       int32_t count, const uint8_t **err_at)
 {
@@ -184,38 +249,80 @@ int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, c
         return KC_OK;
     if (reserve_records(c, (size_t)count) < 0)
         return KC_ERR_MEMORY;
-    int log_append = b->timestamp_type == 1;
+    const unsigned w = c->want;
+    const int want_offset = w & KC_COL_OFFSET, want_timestamp = w & KC_COL_TIMESTAMP,
+              want_key = w & KC_COL_KEY, want_value = w & KC_COL_VALUE,
+              want_headers = w & KC_COL_HEADERS, want_batch = w & KC_COL_BATCH;
+    const int log_append = b->timestamp_type == 1, strict = b->strict;
+    const int64_t base_offset = b->base_offset, base_timestamp = b->base_timestamp,
+                  max_timestamp = b->max_timestamp, offset_lo = b->offset_lo,
+                  offset_hi = b->offset_hi, timestamp_lo = b->timestamp_lo,
+                  timestamp_hi = b->timestamp_hi;
+    const int32_t base_sequence = b->base_sequence;
+    uint8_t *offset_at = c->offset.data + c->offset.len;
+    uint8_t *timestamp_at = c->timestamp.data + c->timestamp.len;
+    uint8_t *timestamp_type_at = c->timestamp_type.data + c->timestamp_type.len;
+    uint8_t *header_offsets_at = c->header_offsets.data + c->header_offsets.len;
+    uint8_t *sequence_at = c->sequence.data + c->sequence.len;
+    binary_cursor keys = binary_open(&c->key_offsets, &c->key_data, &c->key_valid);
+    binary_cursor values = binary_open(&c->value_offsets, &c->value_data, &c->value_valid);
+    int64_t kept = 0;
+    int status = KC_OK;
     for (int32_t i = 0; i < count; i++) {
         kc_record r;
         const uint8_t *start = p;
-        kc_status status = kc_scan_record(&p, end, 1, b->strict, &r);
+        status = kc_scan_record(&p, end, 1, strict, &r);
         if (status != KC_OK) {
             *err_at = start;
-            return status;
+            goto done;
         }
-        int64_t offset = (int64_t)((uint64_t)b->base_offset + (uint64_t)(int64_t)r.offset_delta);
-        int64_t timestamp = log_append ? b->max_timestamp
-                                       : (int64_t)((uint64_t)b->base_timestamp +
+        int64_t offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)r.offset_delta);
+        int64_t timestamp = log_append ? max_timestamp
+                                       : (int64_t)((uint64_t)base_timestamp +
                                                    (uint64_t)r.timestamp_delta);
-        if (offset < b->offset_lo || offset >= b->offset_hi || timestamp < b->timestamp_lo ||
-            timestamp >= b->timestamp_hi)
+        if (offset < offset_lo || offset >= offset_hi || timestamp < timestamp_lo ||
+            timestamp >= timestamp_hi)
             continue;
-        int32_t sequence = b->base_sequence >= 0 ? increment_sequence(b->base_sequence, r.offset_delta)
-                                                 : -1;
-        if (put_record(c, b, offset, timestamp, r.key, r.key_len, r.value, r.value_len,
-                       sequence) < 0)
-            return KC_ERR_MEMORY;
-        if (c->want & KC_COL_HEADERS) {
-            if (r.header_count && put_headers(c, &r, b->strict) < 0)
-                return KC_ERR_MEMORY;
-            PUT(c->header_offsets, int64_t, c->n_headers);
+        if (want_offset)
+            PUT_AT(offset_at, int64_t, offset);
+        if (want_timestamp) {
+            PUT_AT(timestamp_at, int64_t, timestamp);
+            *timestamp_type_at++ = (uint8_t)b->timestamp_type;
+        }
+        if ((want_key && binary_put(&keys, r.key, r.key_len) < 0) ||
+            (want_value && binary_put(&values, r.value, r.value_len) < 0)) {
+            status = KC_ERR_MEMORY;
+            goto done;
+        }
+        if (want_batch)
+            PUT_AT(sequence_at, int32_t, base_sequence >= 0
+                   ? increment_sequence(base_sequence, r.offset_delta) : -1);
+        kept++;
+        if (want_headers) {
+            if (r.header_count && put_headers(c, &r, strict) < 0) {
+                status = KC_ERR_MEMORY;
+                goto done;
+            }
+            PUT_AT(header_offsets_at, int64_t, c->n_headers);
         }
     }
     if (p != end) {
         *err_at = p;
-        return KC_ERR_RECORD_SIZE;
+        status = KC_ERR_RECORD_SIZE;
     }
-    return KC_OK;
+done:
+    /* the columns hold every record kept so far, as they would record by record */
+    c->offset.len = (size_t)(offset_at - c->offset.data);
+    c->timestamp.len = (size_t)(timestamp_at - c->timestamp.data);
+    c->timestamp_type.len = (size_t)(timestamp_type_at - c->timestamp_type.data);
+    c->header_offsets.len = (size_t)(header_offsets_at - c->header_offsets.data);
+    c->sequence.len = (size_t)(sequence_at - c->sequence.data);
+    binary_close(&keys, &c->key_offsets, &c->key_valid);
+    binary_close(&values, &c->value_offsets, &c->value_valid);
+    if (want_batch)
+        put_batch_columns(c, b, kept);
+    c->n += kept;
+    return status;
 }
 
 int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
