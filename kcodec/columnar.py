@@ -16,7 +16,7 @@ compression, producer_id, producer_epoch, sequence, is_transactional, is_control
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -100,11 +100,15 @@ def _split(entries: Sequence[Entry], parts: int) -> list[list[Entry]]:
 
 
 def _decode_groups(groups: Sequence[Sequence[Entry]], want: int, threads: int,
-                   options: dict[str, Any]) -> list[dict[str, Any]]:
+                   options: dict[str, Any],
+                   finish: Callable[[dict[str, Any]], Any] = lambda chunk: chunk) -> list[Any]:
+    """Each group decoded (and ``finish``-ed, on the same thread) by one of ``threads``."""
+    def work(group: Sequence[Entry]) -> Any:
+        return finish(decode_chunk(group, want, **options))
     if threads <= 1 or len(groups) <= 1:
-        return [decode_chunk(g, want, **options) for g in groups]
+        return [work(g) for g in groups]
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        return list(pool.map(lambda g: decode_chunk(g, want, **options), groups))
+        return list(pool.map(work, groups))
 
 
 def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
@@ -260,9 +264,11 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
     total = sum(e.record_count if isinstance(e, RecordBatch) else 1 for e in entries)
     chunks = _split(entries, max(1, -(-total // max(chunk_records, 1)), threads))
     for start in range(0, len(chunks), max(threads, 1)):
-        for chunk in _decode_groups(chunks[start:start + max(threads, 1)], want, threads,
-                                    options):
-            yield _record_batch(chunk, names, topic, partition)
+        # the Arrow arrays are assembled by the decoding threads too (numpy's conversions
+        # run without the GIL)
+        yield from _decode_groups(chunks[start:start + max(threads, 1)], want, threads,
+                                  options, lambda chunk: _record_batch(chunk, names, topic,
+                                                                       partition))
 
 
 def decode_arrow(data: Any, **options: Any) -> pyarrow.Table:
