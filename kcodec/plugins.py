@@ -170,10 +170,17 @@ def _entry_points() -> list[metadata.EntryPoint]:
 def _load(entry: metadata.EntryPoint) -> PluggableCodec:
     """An installed plugin: the entry point names a codec object, or a class or function
     that makes one without arguments."""
-    target = entry.load()
-    codec = target if hasattr(target, "compress") and not isinstance(target, type) else target()
+    try:
+        target = entry.load()
+        codec = (target if hasattr(target, "compress") and not isinstance(target, type)
+                 else target())
+    except Exception as exc:  # a broken installation: name it, in kcodec's hierarchy
+        raise UnknownPluginError(f"plugin {entry.name!r} is installed ({entry.value}) but "
+                                 f"failed to load: {type(exc).__name__}: {exc}",
+                                 plugin=entry.name) from exc
     if not isinstance(codec, PluggableCodec):
-        raise TypeError(f"entry point {entry.name!r} ({entry.value}) is not a codec")
+        raise UnknownPluginError(f"plugin {entry.name!r} ({entry.value}) is not a codec",
+                                 plugin=entry.name)
     with _lock:
         return _loaded.setdefault(entry.name, codec)
 

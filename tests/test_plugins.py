@@ -187,6 +187,21 @@ def test_a_name_from_data_is_never_imported(tmp_path: Path, monkeypatch: pytest.
     assert not marker.exists() and "kcodec_trap" not in sys.modules
 
 
+def test_broken_installed_plugins_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            registered: list[str]) -> None:
+    info = tmp_path / "broken_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[kcodec.codecs]\nmissing = no_such_module:codec\n"
+                                           "not-a-codec = json:JSONDecoder\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(UnknownPluginError, match="failed to load: ModuleNotFoundError") as e:
+        plugins.get("missing")
+    assert e.value.plugin == "missing" and e.value.error_code == 76
+    with pytest.raises(UnknownPluginError, match="is not a codec"):
+        plugins.get("not-a-codec")
+
+
 def test_codec_failures_become_kcodec_errors(registered: list[str]) -> None:
     class Broken(Reverse):
         def decompress(self, data: memoryview, max_size: int) -> bytes:
