@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Reading record batches (magic 2) out of any buffer, without copying it.
+"""Reading record batches (magic 2, and KIP-931's magic 3 on request) out of any buffer,
+without copying it.
 
 ``read_batches`` frames the input exactly as Kafka's ``ByteBufferLogInputStream``
 does (FORMAT.md §2.9); a ``RecordBatch`` parses its 61-byte header at once and its
@@ -16,22 +17,27 @@ from kcodec._crc32c cimport crc32c_update
 from kcodec._legacy cimport make_legacy_batch
 from kcodec._record cimport InputBuffer, Record
 from kcodec._scratch cimport ScratchBuffer
-from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
+from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_HEADERS_FIRST,
+                             ATTR_LOG_APPEND_TIME, ATTR_NO_RECORD_ATTRIBUTES,
                              ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, LOG_OVERHEAD,
+                             V3_FIXED_SIZE, V3_MIN_SIZE, V3_OFF_ATTRIBUTES, V3_OFF_BASE_SEQUENCE,
+                             V3_OFF_PRODUCER_EPOCH, V3_OFF_PRODUCER_ID, V3_OFF_RECORD_COUNT,
                              MIN_ENTRY_SIZE, OFF_ATTRIBUTES, OFF_BASE_OFFSET,
                              OFF_BASE_SEQUENCE, OFF_BASE_TIMESTAMP, OFF_CRC, OFF_LAST_OFFSET_DELTA,
                              OFF_LEADER_EPOCH, OFF_LENGTH, OFF_MAGIC, OFF_MAX_TIMESTAMP,
                              OFF_PRODUCER_EPOCH, OFF_PRODUCER_ID, OFF_RECORD_COUNT)
 from kcodec._native cimport (KC_ERR_EOF, KC_ERR_HEADER_COUNT, KC_ERR_HEADER_KEY,
                              KC_ERR_VARINT, KC_OK, kc_get_be16,
-                             kc_get_be32, kc_get_be64, kc_header, kc_record, kc_scan_header,
-                             kc_scan_record, kc_status)
+                             kc_get_be32, kc_get_be64, kc_header, kc_read_varint,
+                             kc_read_varlong, kc_record, kc_scan_header, kc_scan_record,
+                             kc_status)
 
 from kcodec.constants import Compression, ControlType, TimestampType
 from kcodec.codecs import decompress_section as _decompress_section
 from kcodec.plugins import split_section as _split_plugin_section
 from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
-                           RecordTooLargeError, UnsupportedCompressionTypeError)
+                           NotSupportedError, RecordTooLargeError,
+                           UnsupportedCompressionTypeError)
 
 cdef object _CONTROL_TYPES = {int(t): t for t in ControlType}
 cdef object _UNKNOWN_CONTROL = ControlType.UNKNOWN
@@ -92,7 +98,8 @@ cdef class RecordIterator:
         cdef kc_status status
         cdef int32_t i
         for i in range(self._remaining):
-            status = kc_scan_record(&p, self._end, 1, self._batch._strict, &r)
+            status = kc_scan_record(&p, self._end, self._batch._record_attributes,
+                                    self._batch._strict, &r)
             if status != KC_OK:
                 raise _status_error(status, self._position(p), self._decompressed)
         if p != self._end:
@@ -110,7 +117,8 @@ cdef class RecordIterator:
         cdef RecordBatch batch = self._batch
         cdef kc_record r
         cdef const uint8_t *at = self._p
-        cdef kc_status status = kc_scan_record(&self._p, self._end, 1, batch._strict, &r)
+        cdef kc_status status = kc_scan_record(&self._p, self._end, batch._record_attributes,
+                                               batch._strict, &r)
         if status != KC_OK:
             self._remaining = 0
             raise _status_error(status, self._position(at), self._decompressed)
@@ -179,10 +187,13 @@ cdef int _decode_control(Record rec, Py_ssize_t position) except -1:
 
 @cython.final
 cdef class RecordBatch:
-    """A magic-2 record batch: its header fields, and its records when iterated."""
+    """A magic-2 record batch (or KIP-931's magic 3): its header fields, and its records
+    when iterated."""
     cdef InputBuffer _buf
     cdef const uint8_t *_p
     cdef bint _strict
+    cdef bint _record_attributes             # records carry their attributes byte
+    cdef readonly Py_ssize_t header_size     # where the records start: 61 for magic 2
     cdef Py_ssize_t _max_decompressed_size   # -1: the global limit
     cdef readonly Py_ssize_t position
     cdef readonly Py_ssize_t size
@@ -230,7 +241,8 @@ cdef class RecordBatch:
         """The plugin a pluggable-codec batch (id 5) names, else None (FORMAT.md §7)."""
         if self.attributes & ATTR_CODEC != 5:
             return None
-        return _split_plugin_section(self.buffer[HEADER_SIZE:], self.position + HEADER_SIZE)[0]
+        return _split_plugin_section(self.buffer[self.header_size:],
+                                     self.position + self.header_size)[0]
 
     @property
     def timestamp_type(self):
@@ -322,20 +334,23 @@ cdef class RecordBatch:
         if self.record_count == 0:
             return it  # Kafka does not look at the records section at all
         cdef int codec = self.attributes & ATTR_CODEC
+        if self.magic == 3 and self.attributes & ATTR_HEADERS_FIRST:
+            raise NotSupportedError("the headers-first magic-3 layout is not read yet",
+                                    position=self.position + V3_OFF_ATTRIBUTES)
         if codec == 0:
             it._owner = self._buf
-            it._start = self._p + HEADER_SIZE
+            it._start = self._p + self.header_size
             it._end = self._p + self.size
-            it._start_position = self.position + HEADER_SIZE
+            it._start_position = self.position + self.header_size
             it._p = it._start
             return it
         if codec > 5:
             raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
                                                   position=self.position + CRC_START)
         cdef ScratchBuffer records = _decompress_section(
-            codec, self.buffer[HEADER_SIZE:],
+            codec, self.buffer[self.header_size:],
             None if self._max_decompressed_size < 0 else self._max_decompressed_size,
-            self.position + HEADER_SIZE)
+            self.position + self.header_size)
         it._owner = records
         it._start = records.mem.data
         it._end = it._start + records.length
@@ -377,6 +392,54 @@ cdef RecordBatch _parse_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t s
     b.producer_epoch = <int16_t>kc_get_be16(p + OFF_PRODUCER_EPOCH)
     b.base_sequence = <int32_t>kc_get_be32(p + OFF_BASE_SEQUENCE)
     b.record_count = <int32_t>kc_get_be32(p + OFF_RECORD_COUNT)
+    b.header_size = HEADER_SIZE
+    b._record_attributes = True
+    return b
+
+
+cdef RecordBatch _parse_batch_v3(InputBuffer buf, Py_ssize_t position, Py_ssize_t size,
+                                 bint strict, Py_ssize_t max_decompressed_size):
+    """A magic-3 batch (FORMAT.md §8.2): fixed fields to byte 41, then lastOffsetDelta
+    (varint), baseTimestamp and maxTimestampDelta (varlongs), then the records."""
+    cdef const uint8_t *p = buf.data + position
+    cdef const uint8_t *end = p + size
+    if size < V3_MIN_SIZE:
+        raise CorruptRecordError(
+            f"Record batch is corrupt (the size {size} is smaller than the minimum allowed "
+            f"overhead {V3_MIN_SIZE} of magic 3)", position=position)
+    cdef RecordBatch b = RecordBatch.__new__(RecordBatch)
+    b._buf = buf
+    b._p = p
+    b._strict = strict
+    b._max_decompressed_size = max_decompressed_size
+    b.position = position
+    b.size = size
+    b.base_offset = <int64_t>kc_get_be64(p + OFF_BASE_OFFSET)
+    b.batch_length = <int32_t>kc_get_be32(p + OFF_LENGTH)
+    b.partition_leader_epoch = <int32_t>kc_get_be32(p + OFF_LEADER_EPOCH)
+    b.magic = p[OFF_MAGIC]
+    b.crc = kc_get_be32(p + OFF_CRC)
+    b.attributes = kc_get_be16(p + V3_OFF_ATTRIBUTES)
+    b.producer_id = <int64_t>kc_get_be64(p + V3_OFF_PRODUCER_ID)
+    b.producer_epoch = <int16_t>kc_get_be16(p + V3_OFF_PRODUCER_EPOCH)
+    b.base_sequence = <int32_t>kc_get_be32(p + V3_OFF_BASE_SEQUENCE)
+    b.record_count = <int32_t>kc_get_be32(p + V3_OFF_RECORD_COUNT)
+    cdef const uint8_t *q = p + V3_FIXED_SIZE
+    cdef int64_t max_delta
+    cdef int n = kc_read_varint(q, end, &b.last_offset_delta, strict)
+    if n > 0:
+        q += n
+        n = kc_read_varlong(q, end, &b.base_timestamp, strict)
+    if n > 0:
+        q += n
+        n = kc_read_varlong(q, end, &max_delta, strict)
+    if n <= 0:
+        raise CorruptRecordError("the magic-3 header's varints are malformed or truncated",
+                                 position=position + (q - p))
+    q += n
+    b.max_timestamp = _add64(b.base_timestamp, max_delta)
+    b.header_size = q - p
+    b._record_attributes = not (b.attributes & ATTR_NO_RECORD_ATTRIBUTES)
     return b
 
 
@@ -394,6 +457,7 @@ cdef class BatchReader:
     cdef bint _strict
     cdef Py_ssize_t _max_batch_size
     cdef Py_ssize_t _max_decompressed_size
+    cdef bint _allow_magic3
     cdef readonly Py_ssize_t trailing_bytes
 
     def __iter__(self):
@@ -423,7 +487,7 @@ cdef class BatchReader:
         if remaining <= OFF_MAGIC:
             raise StopIteration
         cdef int magic = <signed char>p[OFF_MAGIC]
-        if magic < 0 or magic > 2:
+        if magic < 0 or magic > 3 or (magic == 3 and not self._allow_magic3):
             raise CorruptRecordError(f"Invalid magic found in record: {magic}", position=position)
         if remaining < size:
             raise StopIteration
@@ -433,8 +497,13 @@ cdef class BatchReader:
             self._pos += size
             self.trailing_bytes = self._buf.size - self._pos
             return legacy
-        cdef RecordBatch batch = _parse_batch(self._buf, position, size, self._strict,
-                                              self._max_decompressed_size)
+        cdef RecordBatch batch
+        if magic == 3:
+            batch = _parse_batch_v3(self._buf, position, size, self._strict,
+                                    self._max_decompressed_size)
+        else:
+            batch = _parse_batch(self._buf, position, size, self._strict,
+                                 self._max_decompressed_size)
         if self._validate_crc:
             batch.ensure_valid()
         self._pos += size
@@ -443,7 +512,7 @@ cdef class BatchReader:
 
 
 def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_size=None,
-                 max_decompressed_size=None):
+                 max_decompressed_size=None, bint allow_magic3=False):
     """Iterate the record batches in ``data`` (bytes, bytearray, memoryview, mmap, ...).
 
     Batches are framed as Kafka frames a fetch response or a log segment: a
@@ -454,8 +523,11 @@ def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_s
     rejects larger batches with RecordTooLargeError. Compressed records are
     decompressed when a batch is first iterated, never into more than
     ``max_decompressed_size`` bytes (default: ``kcodec.codecs``' global limit).
+    ``allow_magic3`` reads KIP-931's experimental magic 3, which Kafka (and so, by
+    default, kcodec) rejects as an invalid magic.
     """
     cdef BatchReader reader = BatchReader.__new__(BatchReader)
+    reader._allow_magic3 = allow_magic3
     reader._buf = InputBuffer(data)
     reader._validate_crc = validate_crc
     reader._strict = strict

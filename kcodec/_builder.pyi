@@ -24,6 +24,7 @@ class BatchBuilder:
         log_append_time: int | None = None,
         delete_horizon_ms: int | None = None,
         plugin: str | None = None,
+        max_timestamp: int | None = None,
     ) -> None: ...
     @property
     def record_count(self) -> int: ...
@@ -41,6 +42,10 @@ class BatchBuilder:
     ) -> int: ...
     def append_end_txn_marker(
         self, control_type: ControlType | int, coordinator_epoch: int, timestamp: int | None = None
+    ) -> int: ...
+    def append_control_record(
+        self, key: Buffer | None, value: Buffer | None, timestamp: int | None = None,
+        offset: int | None = None,
     ) -> int: ...
     def build(self) -> bytes: ...
     @classmethod
@@ -68,4 +73,6 @@ def empty_batch(
     is_transactional: bool = False,
     is_control: bool = False,
     timestamp_type: TimestampType | int = ...,
+    delete_horizon_ms: int | None = None,
+    magic: int = 2,
 ) -> bytes: ...

@@ -19,7 +19,10 @@ from kcodec._scratch cimport (Scratch, ScratchBuffer, scratch_give_back, scratch
                              scratch_take)
 from kcodec._layout cimport (LEGACY_ATTRIBUTES, LEGACY_CRC, LEGACY_KEY_LENGTH_V0,
                              ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
-                             ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, LOG_OVERHEAD,
+                             ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL, CRC_START,
+                             HEADER_SIZE, LOG_OVERHEAD, V3_FIXED_SIZE, V3_MAX_HEADER,
+                             V3_OFF_ATTRIBUTES, V3_OFF_BASE_SEQUENCE, V3_OFF_PRODUCER_EPOCH,
+                             V3_OFF_PRODUCER_ID, V3_OFF_RECORD_COUNT,
                              OFF_ATTRIBUTES, OFF_BASE_OFFSET, OFF_BASE_SEQUENCE,
                              OFF_BASE_TIMESTAMP, OFF_CRC, OFF_LAST_OFFSET_DELTA,
                              OFF_LEADER_EPOCH, OFF_LENGTH, OFF_MAGIC, OFF_MAX_TIMESTAMP,
@@ -181,6 +184,8 @@ cdef class BatchBuilder:
     ``delete_horizon_ms`` (kept in base_timestamp, attribute bit 6 set).
     ``compression`` and ``level`` choose the codec; ``compression="pluggable"`` with
     ``plugin="<name>"`` compresses with a registered plugin (:mod:`kcodec.plugins`).
+    ``max_timestamp`` states the header's maxTimestamp (default: the largest record
+    timestamp; conversion keeps a batch's own); ``magic=3`` writes KIP-931's format.
     """
     cdef Scratch _buf              # the batch under construction, header space first
     cdef Py_ssize_t _len
@@ -199,6 +204,8 @@ cdef class BatchBuilder:
     cdef int32_t _count
     cdef object _level
     cdef int _magic
+    cdef Py_ssize_t _records_at     # where the records start in _buf (header space before)
+    cdef object _stated_max_timestamp  # the header's maxTimestamp when given (conversion)
     cdef object _plugin             # codec 5: the plugin's name
     cdef bytes _plugin_prefix       # codec 5: its length byte and UTF-8 bytes
 
@@ -206,7 +213,7 @@ cdef class BatchBuilder:
         self._buf = scratch_take(INITIAL_CAPACITY)
         if self._buf.data == NULL:
             raise MemoryError()
-        self._len = HEADER_SIZE
+        self._len = self._records_at = HEADER_SIZE
 
     def __dealloc__(self):
         scratch_give_back(self._buf)
@@ -216,9 +223,10 @@ cdef class BatchBuilder:
                  int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
                  bint is_transactional=False, bint is_control=False,
                  timestamp_type=TimestampType.CREATE_TIME, log_append_time=None,
-                 delete_horizon_ms=None, plugin=None):
-        if magic not in (0, 1, 2):
-            raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2)")
+                 delete_horizon_ms=None, plugin=None, max_timestamp=None):
+        if magic not in (0, 1, 2, 3):
+            raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2, or "
+                             "KIP-931's experimental 3)")
         codec = Compression.parse(compression)
         if codec == Compression.NONE and level is not None:
             raise ValueError("a compression level needs a codec")
@@ -231,13 +239,17 @@ cdef class BatchBuilder:
             _check_legacy_options(magic, is_transactional, is_control, producer_id,
                                   producer_epoch, base_sequence, delete_horizon_ms,
                                   partition_leader_epoch)
-            self._len = 0  # no batch header: messages from the first byte
+            self._len = self._records_at = 0  # no batch header: messages from the first byte
+        if magic == 3:
+            self._len = self._records_at = V3_MAX_HEADER  # the header's varints come last
         self._magic = magic
         self._level = level
         ts_type = TimestampType(timestamp_type)
         if ts_type == TimestampType.NO_TIMESTAMP_TYPE and magic > 0:
             raise ValueError(f"magic {magic} has CreateTime or LogAppendTime timestamps")
         self._attributes = codec
+        if magic == 3:
+            self._attributes |= ATTR_NO_RECORD_ATTRIBUTES
         self._log_append_time = -1
         if ts_type == TimestampType.LOG_APPEND_TIME:
             self._attributes |= ATTR_LOG_APPEND_TIME
@@ -259,6 +271,7 @@ cdef class BatchBuilder:
         self._producer_epoch = producer_epoch
         self._base_sequence = base_sequence
         self._max_timestamp = -1
+        self._stated_max_timestamp = max_timestamp
 
     @property
     def record_count(self):
@@ -267,7 +280,23 @@ cdef class BatchBuilder:
     @property
     def size_in_bytes(self):
         """The size of the batch so far, header included."""
+        if self._magic == 3:
+            return self._len - self._records_at + self._v3_header_size()
         return self._len
+
+    cdef int64_t _header_max_timestamp(self) except? -2:
+        if self._attributes & ATTR_LOG_APPEND_TIME:
+            return self._log_append_time
+        if self._stated_max_timestamp is not None:
+            return self._stated_max_timestamp
+        return self._max_timestamp
+
+    cdef Py_ssize_t _v3_header_size(self):
+        cdef int64_t max_ts = self._header_max_timestamp()
+        return (V3_FIXED_SIZE
+                + kc_sizeof_varint(<int32_t>(self._last_offset - self._base_offset))
+                + kc_sizeof_varlong(self._base_timestamp)
+                + kc_sizeof_varlong(<int64_t>(<uint64_t>max_ts - <uint64_t>self._base_timestamp)))
 
     @property
     def next_offset(self):
@@ -327,6 +356,15 @@ cdef class BatchBuilder:
         return self._write_record(timestamp, None, borrowed.span(key), borrowed.span(value),
                                   NULL, NULL, 0)
 
+    def append_control_record(self, key, value, timestamp=None, offset=None):
+        """Append a control record as it is (its key holds the control type, e.g. a KRaft
+        LEADER_CHANGE or snapshot record); the batch must be ``is_control``."""
+        if not self._attributes & ATTR_CONTROL:
+            raise ValueError("control records go into a control batch (is_control=True)")
+        cdef _Borrowed borrowed = _Borrowed.__new__(_Borrowed)
+        return self._write_record(timestamp, offset, borrowed.span(key), borrowed.span(value),
+                                  NULL, NULL, 0)
+
     cdef int64_t _write_record(self, timestamp, offset, _Span k, _Span v,
                                _Span *hk, _Span *hv, Py_ssize_t n_headers) except? -2:
         if self._built is not None:
@@ -353,7 +391,9 @@ cdef class BatchBuilder:
             else self._base_timestamp
         cdef int64_t ts_delta = <int64_t>(<uint64_t>ts - <uint64_t>base_ts)
         cdef int32_t off_delta = <int32_t>(off - self._base_offset)
-        cdef Py_ssize_t body = (1 + kc_sizeof_varlong(ts_delta) + kc_sizeof_varint(off_delta)
+        cdef bint attributes = not self._attributes & ATTR_NO_RECORD_ATTRIBUTES
+        cdef Py_ssize_t body = (attributes + kc_sizeof_varlong(ts_delta)
+                                + kc_sizeof_varint(off_delta)
                                 + _field_size(k) + _field_size(v)
                                 + kc_sizeof_varint(<int32_t>n_headers))
         cdef Py_ssize_t i
@@ -365,8 +405,9 @@ cdef class BatchBuilder:
         cdef uint8_t *p = self._reserve(MAX_VARINT + body)
         cdef uint8_t *start = p
         p += kc_write_varint(p, <int32_t>body)
-        p[0] = 0  # record attributes: unused, always 0
-        p += 1
+        if attributes:
+            p[0] = 0  # record attributes: unused, always 0
+            p += 1
         p += kc_write_varlong(p, ts_delta)
         p += kc_write_varint(p, off_delta)
         p = _put_field(p, k)
@@ -435,30 +476,36 @@ cdef class BatchBuilder:
             scratch_give_back(self._buf)
             self._buf.data = NULL
             return self._built
-        cdef int64_t max_ts = (self._log_append_time if self._attributes & ATTR_LOG_APPEND_TIME
-                               else self._max_timestamp)
+        cdef int64_t max_ts = self._header_max_timestamp()
         cdef int codec = self._attributes & ATTR_CODEC
-        cdef uint8_t *p = self._buf.data
-        cdef Py_ssize_t size = self._len
+        cdef Py_ssize_t header = (self._v3_header_size() if self._magic == 3 else HEADER_SIZE)
+        cdef uint8_t *p = self._buf.data + self._records_at - header
+        cdef Py_ssize_t size = header + self._len - self._records_at
         cdef Py_ssize_t prefix
         cdef ScratchBuffer compressed
         if codec:
-            records = PyMemoryView_FromMemory(<char *>p + HEADER_SIZE, self._len - HEADER_SIZE,
-                                              PyBUF_READ)
+            records = PyMemoryView_FromMemory(<char *>self._buf.data + self._records_at,
+                                              self._len - self._records_at, PyBUF_READ)
             compressed = _compress_to_scratch(codec, records, self._level, 2,
                                               plugin=self._plugin)
             prefix = len(self._plugin_prefix)  # codec 5: the plugin's name (FORMAT.md §7.2)
-            size = HEADER_SIZE + prefix + compressed.length
+            size = header + prefix + compressed.length
             if size > INT32_MAX:
                 raise RecordTooLargeError(f"the compressed batch has {size} bytes, past 2 GiB")
             built = PyBytes_FromStringAndSize(NULL, size)
             p = <uint8_t *>PyBytes_AS_STRING(built)
-            memcpy(p + HEADER_SIZE, <const char *>self._plugin_prefix, prefix)
-            memcpy(p + HEADER_SIZE + prefix, compressed.mem.data, compressed.length)
-        _write_header(p, size, self._base_offset,
-                      <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
-                      self._attributes, self._base_timestamp, max_ts, self._producer_id,
-                      self._producer_epoch, self._base_sequence, self._count)
+            memcpy(p + header, <const char *>self._plugin_prefix, prefix)
+            memcpy(p + header + prefix, compressed.mem.data, compressed.length)
+        if self._magic == 3:
+            _write_header_v3(p, size, self._base_offset,
+                             <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
+                             self._attributes, self._base_timestamp, max_ts, self._producer_id,
+                             self._producer_epoch, self._base_sequence, self._count)
+        else:
+            _write_header(p, size, self._base_offset,
+                          <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
+                          self._attributes, self._base_timestamp, max_ts, self._producer_id,
+                          self._producer_epoch, self._base_sequence, self._count)
         self._built = built if codec else PyBytes_FromStringAndSize(<char *>p, size)
         scratch_give_back(self._buf)
         self._buf.data = NULL
@@ -524,11 +571,37 @@ cdef void _write_header(uint8_t *p, Py_ssize_t size, int64_t base_offset,
     kc_put_be32(p + OFF_CRC, crc32c_update(0, p + CRC_START, <size_t>(size - CRC_START)))
 
 
+cdef void _write_header_v3(uint8_t *p, Py_ssize_t size, int64_t base_offset,
+                           int32_t last_offset_delta, int32_t leader_epoch, int attributes,
+                           int64_t base_timestamp, int64_t max_timestamp, int64_t producer_id,
+                           int16_t producer_epoch, int32_t base_sequence,
+                           int32_t count) noexcept:
+    """A magic-3 header (FORMAT.md §8.2); the caller sized it with the same varints."""
+    kc_put_be64(p + OFF_BASE_OFFSET, <uint64_t>base_offset)
+    kc_put_be32(p + OFF_LENGTH, <uint32_t>(size - LOG_OVERHEAD))
+    kc_put_be32(p + OFF_LEADER_EPOCH, <uint32_t>leader_epoch)
+    p[OFF_MAGIC] = 3
+    kc_put_be16(p + V3_OFF_ATTRIBUTES, <uint16_t>attributes)
+    kc_put_be64(p + V3_OFF_PRODUCER_ID, <uint64_t>producer_id)
+    kc_put_be16(p + V3_OFF_PRODUCER_EPOCH, <uint16_t>producer_epoch)
+    kc_put_be32(p + V3_OFF_BASE_SEQUENCE, <uint32_t>base_sequence)
+    kc_put_be32(p + V3_OFF_RECORD_COUNT, <uint32_t>count)
+    cdef uint8_t *q = p + V3_FIXED_SIZE
+    q += kc_write_varint(q, last_offset_delta)
+    q += kc_write_varlong(q, base_timestamp)
+    q += kc_write_varlong(q, <int64_t>(<uint64_t>max_timestamp - <uint64_t>base_timestamp))
+    kc_put_be32(p + OFF_CRC, crc32c_update(0, p + CRC_START, <size_t>(size - CRC_START)))
+
+
 def empty_batch(*, int64_t base_offset, int64_t last_offset, int64_t max_timestamp,
                 int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
                 int32_t partition_leader_epoch=-1, bint is_transactional=False,
-                bint is_control=False, timestamp_type=TimestampType.CREATE_TIME):
-    """A 61-byte batch with no records, as the log cleaner keeps one (``writeEmptyHeader``)."""
+                bint is_control=False, timestamp_type=TimestampType.CREATE_TIME,
+                delete_horizon_ms=None, int magic=2):
+    """A batch with no records, as the log cleaner keeps one (``writeEmptyHeader``): 61
+    bytes, or for KIP-931's ``magic=3`` its shorter header."""
+    if magic not in (2, 3):
+        raise ValueError("empty batches exist in magic 2 and 3")
     cdef int attributes = 0
     if TimestampType(timestamp_type) == TimestampType.LOG_APPEND_TIME:
         attributes |= ATTR_LOG_APPEND_TIME
@@ -536,9 +609,24 @@ def empty_batch(*, int64_t base_offset, int64_t last_offset, int64_t max_timesta
         attributes |= ATTR_TRANSACTIONAL
     if is_control:
         attributes |= ATTR_CONTROL
-    out = bytearray(HEADER_SIZE)
+    cdef int64_t base_timestamp = -1
+    if delete_horizon_ms is not None:
+        attributes |= ATTR_DELETE_HORIZON
+        base_timestamp = delete_horizon_ms
+    cdef int32_t delta = <int32_t>(last_offset - base_offset)
+    cdef Py_ssize_t size = HEADER_SIZE
+    if magic == 3:
+        attributes |= ATTR_NO_RECORD_ATTRIBUTES
+        size = (V3_FIXED_SIZE + kc_sizeof_varint(delta) + kc_sizeof_varlong(base_timestamp)
+                + kc_sizeof_varlong(<int64_t>(<uint64_t>max_timestamp - <uint64_t>base_timestamp)))
+    out = bytearray(size)
     cdef uint8_t *p = <uint8_t *><char *>out
-    _write_header(p, HEADER_SIZE, base_offset, <int32_t>(last_offset - base_offset),
-                  partition_leader_epoch, attributes, -1, max_timestamp, producer_id,
-                  producer_epoch, base_sequence, 0)
+    if magic == 3:
+        _write_header_v3(p, size, base_offset, delta, partition_leader_epoch, attributes,
+                         base_timestamp, max_timestamp, producer_id, producer_epoch,
+                         base_sequence, 0)
+    else:
+        _write_header(p, size, base_offset, delta, partition_leader_epoch, attributes,
+                      base_timestamp, max_timestamp, producer_id, producer_epoch,
+                      base_sequence, 0)
     return bytes(out)

@@ -32,3 +32,15 @@ cdef enum:
     ATTR_TRANSACTIONAL = 0x10
     ATTR_CONTROL = 0x20
     ATTR_DELETE_HORIZON = 0x40
+    ATTR_NO_RECORD_ATTRIBUTES = 0x80   # magic 3 (KIP-931): records carry no attributes byte
+    ATTR_HEADERS_FIRST = 0x100         # magic 3, kcodec's experiment: metadata before values
+
+    # magic 3 (FORMAT.md §8.2): fixed fields, then three varints, then the records
+    V3_OFF_ATTRIBUTES = 21
+    V3_OFF_PRODUCER_ID = 23
+    V3_OFF_PRODUCER_EPOCH = 31
+    V3_OFF_BASE_SEQUENCE = 33
+    V3_OFF_RECORD_COUNT = 37
+    V3_FIXED_SIZE = 41
+    V3_MIN_SIZE = 44            # the three varints take a byte each at least
+    V3_MAX_HEADER = 66          # 41 + varint (5) + two varlongs (10 each)

@@ -218,8 +218,11 @@ def _stats_for(paths: list[Path]) -> dict[str, Any]:
 
 
 def stats(args: argparse.Namespace) -> int:
-    """Per partition and overall: batches, records, bytes, codecs, ratio, magics, time range."""
+    """Per partition and overall: batches, records, bytes, codecs, ratio, magics, time range
+    (with --kip931: what KIP-931's magic 3 would save instead)."""
     from kcodec.segments import log_directories
+    if args.kip931:
+        return _kip931_stats(args)
     report: dict[str, Any] = {}
     directories = [d for name in args.paths for d in log_directories(name)]
     progress = Progress(len(directories), "stats")
@@ -239,6 +242,31 @@ def stats(args: argparse.Namespace) -> int:
               f"{item['min_timestamp']}-{item['max_timestamp']}, {item['producers']} producers, "
               f"{item['transactional_batches']} transactional and {item['control_batches']} "
               "control batches")
+    return 0
+
+
+def _kip931_stats(args: argparse.Namespace) -> int:
+    from kcodec.kip931 import Savings, measure
+    from kcodec.segments import log_directories
+    report: dict[str, Any] = {}
+    overall = Savings()
+    for directory in (d for name in args.paths for d in log_directories(name)):
+        files = [directory] if directory.is_file() else sorted(directory.glob("*.log"))
+        savings = Savings()
+        for path in files:
+            savings.add(measure(Path(path).read_bytes()))
+        overall.add(savings)
+        report[str(directory)] = savings.report()
+    if args.json:
+        print(json.dumps({"partitions": report, "overall": overall.report()}, indent=1))
+        return 0
+    for name, item in [*report.items(), ("overall", overall.report())]:
+        print(f"{name}: {item['batches']} batches, {item['records']} records; magic 3 saves "
+              f"{item['header_bytes_saved_per_batch']} header bytes a batch and "
+              f"{item['record_bytes_saved_per_record']} bytes a record: "
+              f"{item['saved_uncompressed']} bytes uncompressed "
+              f"({item['saved_percent_uncompressed']}%), {item['saved_compressed']} with each "
+              f"batch's codec ({item['saved_percent_compressed']}%)")
     return 0
 
 
@@ -345,6 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     stats_parser = command("stats", stats, "per-partition and overall statistics")
     stats_parser.add_argument("paths", nargs="+")
     stats_parser.add_argument("--json", action="store_true")
+    stats_parser.add_argument("--kip931", action="store_true",
+                              help="bytes KIP-931's magic 3 would save against magic 2")
 
     convert_parser = command("convert", convert_command,
                              "rewrite segments to another magic, codec or level")

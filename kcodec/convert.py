@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Literal, NamedTuple, overload
 
 from kcodec._batch import RecordBatch, read_batches
-from kcodec._builder import BatchBuilder
+from kcodec._builder import BatchBuilder, empty_batch
 from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
 from kcodec.constants import Compression, TimestampType
@@ -96,8 +96,9 @@ def convert(data: Any, *, magic: int, compression: Compression | int | str | Non
     any other ``compression``. Plain legacy messages are grouped into v2 batches of up to
     ``max_batch_bytes``.
     """
-    if magic not in (0, 1, 2):
-        raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2)")
+    if magic not in (0, 1, 2, 3):
+        raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2, or "
+                         "KIP-931's experimental 3)")
     if on_loss not in ("warn", "raise", "ignore"):
         raise ValueError("on_loss is 'warn', 'raise' or 'ignore'")
     target = None if compression is None else Compression.parse(compression)
@@ -108,7 +109,7 @@ def convert(data: Any, *, magic: int, compression: Compression | int | str | Non
         raise ValueError("compression='pluggable' and a plugin name go together")
     rep = ConversionReport()
     out = bytearray()
-    for group in _groups(read_batches(data), magic):
+    for group in _groups(read_batches(data, allow_magic3=True), magic):
         try:
             out += _convert_group(group, magic, _Target(target, level, plugin), rep,
                                   max_batch_bytes)
@@ -129,13 +130,13 @@ def _groups(entries: Iterator[Entry], magic: int) -> Iterator[list[Entry]]:
     run: list[Entry] = []
     for entry in entries:
         plain_legacy = isinstance(entry, LegacyBatch) and not entry.is_compressed
-        if plain_legacy and magic == 2 and (not run or _same_kind(run[0], entry)):
+        if plain_legacy and magic >= 2 and (not run or _same_kind(run[0], entry)):
             run.append(entry)
             continue
         if run:
             yield run
             run = []
-        if plain_legacy and magic == 2:
+        if plain_legacy and magic >= 2:
             run.append(entry)
         else:
             yield [entry]
@@ -175,9 +176,18 @@ def _convert_group(group: Sequence[Entry], magic: int, target: _Target,
             f"a {codec.name.lower()} batch cannot be converted to magic {magic}"
             f"{' (KIP-110)' if codec == Compression.ZSTD else ''}", position=first.position)
     if isinstance(first, RecordBatch):
-        if first.record_count == 0:  # an empty batch left by compaction: nothing to carry
-            rep.batches_out += 1 if magic == 2 else 0
-            return bytes(first.buffer) if magic == 2 else b""
+        if first.record_count == 0:  # an empty batch left by compaction: only its header
+            if magic < 2:
+                return b""
+            rep.batches_out += 1
+            return empty_batch(
+                base_offset=first.base_offset, last_offset=first.last_offset,
+                max_timestamp=first.max_timestamp, producer_id=first.producer_id,
+                producer_epoch=first.producer_epoch, base_sequence=first.base_sequence,
+                partition_leader_epoch=first.partition_leader_epoch,
+                is_transactional=first.is_transactional, is_control=first.is_control,
+                timestamp_type=first.timestamp_type, delete_horizon_ms=first.delete_horizon_ms,
+                magic=magic)
         if first.is_control:
             if magic < 2:
                 rep.dropped_control_batches += 1
@@ -193,24 +203,9 @@ def _from_v2(batch: RecordBatch, magic: int, codec: Compression, level: int | No
     records = batch.records()
     rep.records += len(records)
     log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
-    if magic == 2:
-        builder = BatchBuilder(
-            compression=codec, level=level, plugin=plugin, base_offset=batch.base_offset,
-            partition_leader_epoch=batch.partition_leader_epoch,
-            producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
-            base_sequence=batch.base_sequence, is_transactional=batch.is_transactional,
-            is_control=batch.is_control, timestamp_type=batch.timestamp_type,
-            log_append_time=batch.max_timestamp if log_append else None,
-            delete_horizon_ms=batch.delete_horizon_ms)
-        for r in records:
-            if batch.is_control:
-                builder.append_end_txn_marker(r.control_type, r.coordinator_epoch or 0,  # type: ignore[arg-type]
-                                              timestamp=r.timestamp)
-            else:
-                builder.append(r.value, key=r.key, timestamp=r.timestamp, headers=r.headers,
-                               offset=r.offset)
+    if magic >= 2:
         rep.batches_out += 1
-        return builder.build()
+        return rebuild(batch, magic, codec, level, plugin, records)
     rep.records_with_headers_dropped += sum(1 for r in records if r.headers)
     if batch.has_producer_id or batch.base_sequence != -1:
         rep.batches_with_producer_state_dropped += 1
@@ -221,6 +216,30 @@ def _from_v2(batch: RecordBatch, magic: int, codec: Compression, level: int | No
     ts_type = (TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else batch.timestamp_type)
     return _legacy_entries(records, magic, codec, level, ts_type,
                            batch.max_timestamp if log_append else None, rep)
+
+
+def rebuild(batch: RecordBatch, magic: int, codec: Compression, level: int | None = None,
+            plugin: str | None = None, records: Sequence[Record] | None = None) -> bytes:
+    """A batch of magic 2 or 3 holding ``batch``'s records and header fields, compressed
+    with ``codec`` (what conversion writes, and what :mod:`kcodec.kip931` compares)."""
+    log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+    builder = BatchBuilder(
+        magic=magic, compression=codec, level=level, plugin=plugin,
+        base_offset=batch.base_offset, partition_leader_epoch=batch.partition_leader_epoch,
+        producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence, is_transactional=batch.is_transactional,
+        is_control=batch.is_control, timestamp_type=batch.timestamp_type,
+        log_append_time=batch.max_timestamp if log_append else None,
+        delete_horizon_ms=batch.delete_horizon_ms,
+        max_timestamp=None if log_append else batch.max_timestamp)
+    for r in batch.records() if records is None else records:
+        if batch.is_control:
+            builder.append_control_record(r.key, r.value, timestamp=r.timestamp,
+                                          offset=r.offset)
+        else:
+            builder.append(r.value, key=r.key, timestamp=r.timestamp, headers=r.headers,
+                           offset=r.offset)
+    return builder.build()
 
 
 def _legacy_entries(records: Sequence[Record], magic: int, codec: Compression,
@@ -265,7 +284,8 @@ def _from_legacy(group: Sequence[Entry], records: list[Record], magic: int,
     start = 0
     while start < len(records):
         builder = BatchBuilder(
-            compression=codec, level=level, plugin=plugin, base_offset=records[start].offset,
+            magic=magic, compression=codec, level=level, plugin=plugin,
+            base_offset=records[start].offset,
             timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
             log_append_time=max(r.timestamp for r in records) if log_append else None)
         end = start
@@ -279,4 +299,5 @@ def _from_legacy(group: Sequence[Entry], records: list[Record], magic: int,
     return bytes(out)
 
 
-__all__ = ["ConversionReport", "LossyConversionError", "LossyConversionWarning", "convert"]
+__all__ = ["ConversionReport", "LossyConversionError", "LossyConversionWarning", "convert",
+           "rebuild"]

@@ -122,7 +122,7 @@ def test_argument_errors() -> None:
     with pytest.raises(ValueError):
         kcodec.BatchBuilder(compression="brotli")
     with pytest.raises(ValueError):
-        kcodec.BatchBuilder(magic=3)
+        kcodec.BatchBuilder(magic=4)
     assert builder.record_count == 0  # nothing was half-written
     assert builder.size_in_bytes == 61
 

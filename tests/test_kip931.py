@@ -1,0 +1,212 @@
+"""KIP-931's magic 3 (FORMAT.md §8.2): layout, reading on request, conversion to and from
+magic 2 on every vector and real segment, and the savings it measures."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kcodec
+from kcodec.errors import CorruptRecordError, KcodecError, NotSupportedError
+from kcodec.kip931 import measure
+
+from .conftest import VECTORS, real_segments
+
+NOW = 1_700_000_000_000
+
+
+def content(data: bytes) -> list[tuple[Any, ...]]:
+    """Every header field and record of every batch (magic aside)."""
+    out = []
+    for b in kcodec.read_batches(data, allow_magic3=True):
+        assert isinstance(b, kcodec.RecordBatch)
+        out.append(((b.base_offset, b.last_offset, b.record_count, b.max_timestamp,
+                     b.producer_id, b.producer_epoch, b.base_sequence, b.partition_leader_epoch,
+                     b.is_transactional, b.is_control, b.timestamp_type, b.delete_horizon_ms,
+                     b.compression_id),
+                    [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in b]))
+    return out
+
+
+def zigzag(value: int) -> bytes:
+    raw, out = (value << 1) ^ (value >> 63), bytearray()
+    while raw >= 0x80:
+        out.append(raw & 0x7F | 0x80)
+        raw >>= 7
+    return bytes(out + bytes((raw,)))
+
+
+def test_layout_is_format_8_2() -> None:
+    builder = kcodec.BatchBuilder(magic=3, base_offset=10, producer_id=7, producer_epoch=2,
+                                  base_sequence=5, partition_leader_epoch=4)
+    builder.append(b"v0", key=b"k", timestamp=NOW)
+    builder.append(None, timestamp=NOW + 300)
+    data = builder.build()
+    assert builder.size_in_bytes == len(data)
+    base, length, epoch, magic, crc, attributes = struct.unpack_from(">qiibIh", data)
+    assert (base, length, epoch, magic) == (10, len(data) - 12, 4, 3)
+    assert attributes == 0x80  # ignoreMessageAttributes
+    assert crc == kcodec.crc32c(data[21:])
+    assert struct.unpack_from(">qhii", data, 23) == (7, 2, 5, 2)  # pid, epoch, seq, count
+    varints = zigzag(1) + zigzag(NOW) + zigzag(300)
+    assert data[41:41 + len(varints)] == varints
+    header = 41 + len(varints)
+    # records as in v2 minus the attributes byte
+    first = zigzag(0) + zigzag(0) + zigzag(1) + b"k" + zigzag(2) + b"v0" + zigzag(0)
+    second = zigzag(300) + zigzag(1) + zigzag(-1) + zigzag(-1) + zigzag(0)
+    assert data[header:] == zigzag(len(first)) + first + zigzag(len(second)) + second
+    (batch,) = kcodec.read_batches(data, allow_magic3=True)
+    assert batch.magic == 3 and batch.header_size == header and batch.is_valid()
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in batch] == [
+        (10, NOW, b"k", b"v0"), (11, NOW + 300, None, None)]
+
+
+@pytest.mark.parametrize("delta,saved", [(63, 12), (8191, 10), (1_048_575, 8)])
+def test_header_savings_match_the_table(delta: int, saved: int) -> None:
+    builders = [kcodec.BatchBuilder(magic=m) for m in (2, 3)]
+    for builder in builders:
+        builder.append(b"x", timestamp=NOW)
+        builder.append(b"y", timestamp=NOW + delta, offset=delta)
+    v2, v3 = (b.build() for b in builders)
+    (batch,) = kcodec.read_batches(v3, allow_magic3=True)
+    assert 61 - batch.header_size == saved
+    assert len(v2) - len(v3) == saved + 2  # and a byte a record
+
+
+def test_magic_3_is_read_only_when_asked_for() -> None:
+    with pytest.raises(CorruptRecordError, match="Invalid magic found in record: 3"):
+        list(kcodec.read_batches(VECTORS["E15_magic3"]))
+    builder = kcodec.BatchBuilder(magic=3)
+    builder.append(b"v")
+    with pytest.raises(CorruptRecordError, match="Invalid magic"):
+        list(kcodec.read_batches(builder.build()))
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_every_codec_and_batch_kind(codec: str) -> None:
+    kinds: list[dict[str, Any]] = [
+        {}, {"timestamp_type": kcodec.TimestampType.LOG_APPEND_TIME, "log_append_time": NOW},
+        {"delete_horizon_ms": NOW + 5}, {"producer_id": 9, "producer_epoch": 1,
+                                         "base_sequence": 2_147_483_600, "is_transactional": True}]
+    for options in kinds:
+        built = []
+        for magic in (2, 3):
+            builder = kcodec.BatchBuilder(magic=magic, compression=codec, base_offset=1 << 40,
+                                          **options)
+            for i in range(100):
+                builder.append(b"value %d" % i * (i % 7), key=None if i % 3 else b"k%d" % i,
+                               timestamp=NOW + i, headers=[("h", b"%d" % i)] if i % 2 else ())
+            built.append(builder.build())
+        assert content(built[0]) == content(built[1])
+        if "log_append_time" in options:  # records' own timestamps are not read back
+            assert content(kcodec.convert(built[1], magic=2)) == content(built[0])
+            continue
+        assert kcodec.convert(built[1], magic=2) == built[0]
+        assert kcodec.convert(built[0], magic=3) == built[1]
+
+
+def test_control_and_empty_batches() -> None:
+    marker = kcodec.BatchBuilder.end_txn_marker(kcodec.ControlType.COMMIT, producer_id=5,
+                                                producer_epoch=1, coordinator_epoch=3,
+                                                base_offset=40, timestamp=NOW)
+    leader_change = kcodec.BatchBuilder(is_control=True, base_offset=41)
+    leader_change.append_control_record(b"\x00\x00\x00\x02", b"\x00\x00\x01\x02", timestamp=NOW)
+    empty = kcodec.empty_batch(base_offset=42, last_offset=50, max_timestamp=NOW,
+                               delete_horizon_ms=NOW + 9)
+    data = marker + leader_change.build() + empty
+    v3 = kcodec.convert(data, magic=3)
+    assert {b.magic for b in kcodec.read_batches(v3, allow_magic3=True)} == {3}
+    assert content(v3) == content(data)
+    assert kcodec.convert(v3, magic=2) == data
+    assert len(kcodec.empty_batch(base_offset=0, last_offset=0, max_timestamp=-1,
+                                  magic=3)) == 44  # FORMAT.md: the smallest magic-3 batch
+
+
+@pytest.mark.parametrize("path", real_segments(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_segments_round_trip(path: Path) -> None:
+    data = path.read_bytes()
+    if any(b.magic != 2 for b in kcodec.read_batches(data)):
+        pytest.skip("legacy data: magic 3 is a v2 successor")
+    v3 = kcodec.convert(data, magic=3)
+    back = kcodec.convert(v3, magic=2)
+    assert content(back) == content(data)
+    assert kcodec.convert(back, magic=3) == v3
+
+
+@pytest.mark.parametrize("name", sorted(VECTORS))
+def test_vectors_round_trip(name: str) -> None:
+    data = VECTORS[name]
+    try:
+        if any(b.magic != 2 for b in kcodec.read_batches(data)):
+            pytest.skip("legacy data: magic 3 is a v2 successor")
+        expected = content(data)
+    except KcodecError:
+        pytest.skip("a vector of malformed data")
+    v3 = kcodec.convert(data, magic=3)
+    assert content(kcodec.convert(v3, magic=2)) == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(records=st.lists(st.tuples(st.one_of(st.none(), st.binary(max_size=40)),
+                                  st.one_of(st.none(), st.binary(max_size=200)),
+                                  st.integers(0, 10**7), st.integers(1, 10**6)),
+                        min_size=1, max_size=40),
+       codec=st.sampled_from(["none", "gzip", "snappy", "lz4", "zstd"]),
+       base_offset=st.integers(0, 2**62))
+def test_round_trip_property(records: list[tuple[bytes | None, bytes | None, int, int]],
+                             codec: str, base_offset: int) -> None:
+    built = []
+    for magic in (2, 3):
+        builder = kcodec.BatchBuilder(magic=magic, compression=codec, base_offset=base_offset)
+        offset = base_offset
+        for key, value, delta, gap in records:
+            builder.append(value, key=key, timestamp=NOW + delta, offset=offset)
+            offset += gap
+        built.append(builder.build())
+    assert content(built[0]) == content(built[1])
+    assert kcodec.convert(built[1], magic=2) == built[0]
+
+
+def test_malformed_headers_are_corrupt() -> None:
+    builder = kcodec.BatchBuilder(magic=3)
+    builder.append(b"v", timestamp=NOW)
+    data = bytearray(builder.build())
+    short = data[:43]
+    short[8:12] = struct.pack(">i", 31)
+    with pytest.raises(CorruptRecordError, match="minimum allowed overhead 44"):
+        list(kcodec.read_batches(bytes(short), allow_magic3=True, validate_crc=False))
+    unterminated = data[:41] + b"\xff" * 12
+    unterminated[8:12] = struct.pack(">i", len(unterminated) - 12)
+    with pytest.raises(CorruptRecordError, match="varints") as info:
+        list(kcodec.read_batches(bytes(unterminated), allow_magic3=True, validate_crc=False))
+    assert info.value.position is not None and info.value.position >= 41
+    data[21] |= 0x01  # attribute bit 8: the headers-first layout
+    with pytest.raises(NotSupportedError):
+        list(next(kcodec.read_batches(bytes(data), allow_magic3=True, validate_crc=False)))
+
+
+def test_measured_savings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kcodec.cli import main
+    from kcodec.segments import write_partition
+    batches = []
+    for b in range(3):
+        builder = kcodec.BatchBuilder(compression="lz4", base_offset=b * 100)
+        for i in range(100):
+            builder.append(b'{"n": %d}' % i, timestamp=NOW + i * 10)
+        batches.append(builder.build())
+    savings = measure(b"".join(batches))
+    assert (savings.batches, savings.records) == (3, 300)
+    assert savings.header_bytes_saved == 3 * 10  # deltas 99 and 990: two-byte varints
+    assert savings.v2_uncompressed - savings.v3_uncompressed == 30 + 300
+    assert 0 < savings.v2_compressed - savings.v3_compressed
+    write_partition(tmp_path / "t-0", batches)
+    assert main(["stats", "--kip931", "--json", str(tmp_path)]) == 0
+    overall = json.loads(capsys.readouterr().out)["overall"]
+    assert overall["header_bytes_saved_per_batch"] == 10.0
+    assert overall["record_bytes_saved_per_record"] == 1.0
