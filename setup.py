@@ -45,6 +45,7 @@ EXTENSIONS = [
     extension("_legacy"),
     extension("_batch"),
     extension("_builder"),
+    extension("_headers_first"),
     extension("_columns", "columns.c"),
 ]
 

@@ -253,7 +253,8 @@ int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, c
     const int want_offset = w & KC_COL_OFFSET, want_timestamp = w & KC_COL_TIMESTAMP,
               want_key = w & KC_COL_KEY, want_value = w & KC_COL_VALUE,
               want_headers = w & KC_COL_HEADERS, want_batch = w & KC_COL_BATCH;
-    const int log_append = b->timestamp_type == 1, strict = b->strict;
+    const int log_append = b->timestamp_type == 1, strict = b->strict,
+              has_attributes = b->has_attributes, meta_only = b->meta_only;
     const int64_t base_offset = b->base_offset, base_timestamp = b->base_timestamp,
                   max_timestamp = b->max_timestamp, offset_lo = b->offset_lo,
                   offset_hi = b->offset_hi, timestamp_lo = b->timestamp_lo,
@@ -271,7 +272,8 @@ int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, c
     for (int32_t i = 0; i < count; i++) {
         kc_record r;
         const uint8_t *start = p;
-        status = kc_scan_record(&p, end, 1, strict, &r);
+        status = meta_only ? kc_scan_meta(&p, end, has_attributes, strict, &r)
+                           : kc_scan_record(&p, end, has_attributes, strict, &r);
         if (status != KC_OK) {
             *err_at = start;
             goto done;

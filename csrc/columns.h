@@ -63,6 +63,8 @@ typedef struct {
     uint8_t is_transactional;
     uint8_t is_control;
     int strict;
+    int has_attributes;        /* records carry their attributes byte (all but magic 3) */
+    int meta_only;             /* a headers-first meta block: no values (FORMAT.md §8.3) */
     int64_t offset_lo, offset_hi;        /* keep lo <= offset < hi */
     int64_t timestamp_lo, timestamp_hi;  /* keep lo <= timestamp < hi */
 } kc_batch_info;

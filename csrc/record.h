@@ -140,4 +140,45 @@ static inline kc_status kc_scan_record(const uint8_t **p, const uint8_t *limit, 
     return KC_OK;
 }
 
+/*
+ * Scans one record's metadata in a headers-first region (FORMAT.md §8.3): the fields of a
+ * record without its length and with only its value's length (r->value is NULL, r->end
+ * is where the next entry starts). The entries end at limit.
+ */
+static inline kc_status kc_scan_meta(const uint8_t **p, const uint8_t *limit, int has_attributes,
+                                     int strict, kc_record *r)
+{
+    kc_status status = KC_OK;
+    const uint8_t *q = *p;
+    if (has_attributes) {
+        if (q >= limit)
+            return KC_ERR_EOF;
+        r->attributes = (int8_t)*q++;
+    } else {
+        r->attributes = 0;
+    }
+    int n = kc_read_varlong(q, limit, &r->timestamp_delta, strict);
+    if (n <= 0)
+        return n == KC_VARINT_TRUNCATED ? KC_ERR_EOF : KC_ERR_VARINT;
+    q += n;
+    if (!kc_take_varint(&q, limit, &r->offset_delta, strict, &status, KC_ERR_EOF) ||
+        !kc_take_bytes(&q, limit, &r->key, &r->key_len, strict, &status) ||
+        !kc_take_varint(&q, limit, &r->value_len, strict, &status, KC_ERR_EOF) ||
+        !kc_take_varint(&q, limit, &r->header_count, strict, &status, KC_ERR_EOF))
+        return status;
+    r->value = NULL;
+    if (r->header_count < 0 || r->header_count > limit - q)
+        return KC_ERR_HEADER_COUNT;
+    r->headers = q;
+    for (int32_t i = 0; i < r->header_count; i++) {
+        kc_header h;
+        status = kc_scan_header(&q, limit, &h, strict);
+        if (status != KC_OK)
+            return status;
+    }
+    r->end = q;
+    *p = q;
+    return KC_OK;
+}
+
 #endif

@@ -9,7 +9,7 @@ objects; the input itself is never copied and stays exported (so a bytearray
 cannot be resized and an mmap cannot be closed) while a batch refers to it.
 """
 cimport cython
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
@@ -33,11 +33,11 @@ from kcodec._native cimport (KC_ERR_EOF, KC_ERR_HEADER_COUNT, KC_ERR_HEADER_KEY,
                              kc_status)
 
 from kcodec.constants import Compression, ControlType, TimestampType
+from kcodec._headers_first import from_headers_first as _from_headers_first
 from kcodec.codecs import decompress_section as _decompress_section
 from kcodec.plugins import split_section as _split_plugin_section
 from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
-                           NotSupportedError, RecordTooLargeError,
-                           UnsupportedCompressionTypeError)
+                           RecordTooLargeError, UnsupportedCompressionTypeError)
 
 cdef object _CONTROL_TYPES = {int(t): t for t in ControlType}
 cdef object _UNKNOWN_CONTROL = ControlType.UNKNOWN
@@ -335,8 +335,7 @@ cdef class RecordBatch:
             return it  # Kafka does not look at the records section at all
         cdef int codec = self.attributes & ATTR_CODEC
         if self.magic == 3 and self.attributes & ATTR_HEADERS_FIRST:
-            raise NotSupportedError("the headers-first magic-3 layout is not read yet",
-                                    position=self.position + V3_OFF_ATTRIBUTES)
+            return self._headers_first_iterator(it, codec)
         if codec == 0:
             it._owner = self._buf
             it._start = self._p + self.header_size
@@ -354,6 +353,28 @@ cdef class RecordBatch:
         it._owner = records
         it._start = records.mem.data
         it._end = it._start + records.length
+        it._start_position = self.position
+        it._decompressed = True
+        it._p = it._start
+        return it
+
+    cdef RecordIterator _headers_first_iterator(self, RecordIterator it, int codec):
+        """Records of a headers-first batch (FORMAT.md §8.3), put back in record order."""
+        region = self.buffer[self.header_size:]
+        if codec:
+            region = _decompress_section(
+                codec, region,
+                None if self._max_decompressed_size < 0 else self._max_decompressed_size,
+                self.position + self.header_size).tobytes()
+        try:
+            records = _from_headers_first(region, self.record_count, self._record_attributes,
+                                          self._strict)
+        except KcodecError as exc:
+            exc.position = self.position + self.header_size
+            raise
+        it._owner = records
+        it._start = <const uint8_t *>PyBytes_AS_STRING(records)
+        it._end = it._start + PyBytes_GET_SIZE(records)
         it._start_position = self.position
         it._decompressed = True
         it._p = it._start

@@ -19,7 +19,8 @@ from kcodec._scratch cimport (Scratch, ScratchBuffer, scratch_give_back, scratch
                              scratch_take)
 from kcodec._layout cimport (LEGACY_ATTRIBUTES, LEGACY_CRC, LEGACY_KEY_LENGTH_V0,
                              ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
-                             ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL, CRC_START,
+                             ATTR_HEADERS_FIRST, ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL,
+                             CRC_START,
                              HEADER_SIZE, LOG_OVERHEAD, V3_FIXED_SIZE, V3_MAX_HEADER,
                              V3_OFF_ATTRIBUTES, V3_OFF_BASE_SEQUENCE, V3_OFF_PRODUCER_EPOCH,
                              V3_OFF_PRODUCER_ID, V3_OFF_RECORD_COUNT,
@@ -31,6 +32,7 @@ from kcodec._native cimport (kc_put_be16, kc_put_be32, kc_put_be64, kc_sizeof_va
                              kc_sizeof_varlong, kc_write_varint, kc_write_varlong)
 
 from kcodec.codecs import compress_to_scratch as _compress_to_scratch
+from kcodec._headers_first import to_headers_first as _to_headers_first
 from kcodec.plugins import name_prefix as _name_prefix
 from kcodec.constants import Compression, ControlType, TimestampType
 from kcodec.errors import RecordTooLargeError
@@ -185,7 +187,8 @@ cdef class BatchBuilder:
     ``compression`` and ``level`` choose the codec; ``compression="pluggable"`` with
     ``plugin="<name>"`` compresses with a registered plugin (:mod:`kcodec.plugins`).
     ``max_timestamp`` states the header's maxTimestamp (default: the largest record
-    timestamp; conversion keeps a batch's own); ``magic=3`` writes KIP-931's format.
+    timestamp; conversion keeps a batch's own); ``magic=3`` writes KIP-931's format, and
+    with ``headers_first=True`` puts every record's metadata before all values.
     """
     cdef Scratch _buf              # the batch under construction, header space first
     cdef Py_ssize_t _len
@@ -223,7 +226,8 @@ cdef class BatchBuilder:
                  int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
                  bint is_transactional=False, bint is_control=False,
                  timestamp_type=TimestampType.CREATE_TIME, log_append_time=None,
-                 delete_horizon_ms=None, plugin=None, max_timestamp=None):
+                 delete_horizon_ms=None, plugin=None, max_timestamp=None,
+                 bint headers_first=False):
         if magic not in (0, 1, 2, 3):
             raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2, or "
                              "KIP-931's experimental 3)")
@@ -250,6 +254,10 @@ cdef class BatchBuilder:
         self._attributes = codec
         if magic == 3:
             self._attributes |= ATTR_NO_RECORD_ATTRIBUTES
+        if headers_first:
+            if magic != 3:
+                raise ValueError("the headers-first layout is a magic-3 experiment (magic=3)")
+            self._attributes |= ATTR_HEADERS_FIRST
         self._log_append_time = -1
         if ts_type == TimestampType.LOG_APPEND_TIME:
             self._attributes |= ATTR_LOG_APPEND_TIME
@@ -483,19 +491,28 @@ cdef class BatchBuilder:
         cdef Py_ssize_t size = header + self._len - self._records_at
         cdef Py_ssize_t prefix
         cdef ScratchBuffer compressed
-        if codec:
+        cdef bint headers_first = self._attributes & ATTR_HEADERS_FIRST
+        cdef const uint8_t *region
+        cdef Py_ssize_t region_size
+        if codec or headers_first:
             records = PyMemoryView_FromMemory(<char *>self._buf.data + self._records_at,
                                               self._len - self._records_at, PyBUF_READ)
-            compressed = _compress_to_scratch(codec, records, self._level, 2,
-                                              plugin=self._plugin)
+            if headers_first:  # FORMAT.md §8.3: metadata first, then the values
+                records = _to_headers_first(records, self._count, False)
+            if codec:
+                compressed = _compress_to_scratch(codec, records, self._level, 2,
+                                                  plugin=self._plugin)
+                region, region_size = compressed.mem.data, compressed.length
+            else:
+                region, region_size = <const uint8_t *><char *>records, len(records)
             prefix = len(self._plugin_prefix)  # codec 5: the plugin's name (FORMAT.md §7.2)
-            size = header + prefix + compressed.length
+            size = header + prefix + region_size
             if size > INT32_MAX:
                 raise RecordTooLargeError(f"the compressed batch has {size} bytes, past 2 GiB")
             built = PyBytes_FromStringAndSize(NULL, size)
             p = <uint8_t *>PyBytes_AS_STRING(built)
             memcpy(p + header, <const char *>self._plugin_prefix, prefix)
-            memcpy(p + header + prefix, compressed.mem.data, compressed.length)
+            memcpy(p + header + prefix, region, region_size)
         if self._magic == 3:
             _write_header_v3(p, size, self._base_offset,
                              <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
@@ -506,7 +523,8 @@ cdef class BatchBuilder:
                           <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
                           self._attributes, self._base_timestamp, max_ts, self._producer_id,
                           self._producer_epoch, self._base_sequence, self._count)
-        self._built = built if codec else PyBytes_FromStringAndSize(<char *>p, size)
+        self._built = (built if codec or headers_first
+                       else PyBytes_FromStringAndSize(<char *>p, size))
         scratch_give_back(self._buf)
         self._buf.data = NULL
         return self._built

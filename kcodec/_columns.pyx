@@ -15,13 +15,15 @@ from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OF
                              KC_COL_TIMESTAMP, KC_COL_VALUE, KC_ERR_EOF, KC_ERR_MEMORY, KC_OK,
                              kc_append_record, kc_batch_info, kc_buf, kc_columns,
                              kc_columns_free, kc_columns_init, kc_columns_reserve,
-                             kc_decode_records)
+                             kc_decode_records, kc_read_varint)
+from kcodec._layout cimport ATTR_HEADERS_FIRST, ATTR_NO_RECORD_ATTRIBUTES
 from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport ScratchBuffer
 
 import numpy
 
 from kcodec._batch import RecordBatch
+from kcodec._headers_first import from_headers_first, meta_prefix, meta_prefix_size
 from kcodec.codecs import decompress_section
 from kcodec.errors import InvalidRecordError, KcodecError
 
@@ -240,7 +242,9 @@ cdef int _fill_info(kc_batch_info *info, object batch, bint strict, tuple offset
     info.producer_id = batch.producer_id
     info.base_sequence = batch.base_sequence
     info.producer_epoch = batch.producer_epoch
-    info.magic = 2
+    info.magic = batch.magic
+    info.has_attributes = not (batch.magic == 3 and batch.attributes & ATTR_NO_RECORD_ATTRIBUTES)
+    info.meta_only = False
     info.compression = batch.compression_id
     info.timestamp_type = batch.attributes >> 3 & 1
     info.is_transactional = batch.is_transactional
@@ -286,8 +290,8 @@ cdef class _Run:
         free(self.tasks)
 
 
-cdef int _queue_v2(_Run run, object batch, bint strict, bint validate_crc, tuple offsets,
-                   tuple timestamps, object max_decompressed_size) except -1:
+cdef int _queue_v2(_Run run, object batch, unsigned want, bint strict, bint validate_crc,
+                   tuple offsets, tuple timestamps, object max_decompressed_size) except -1:
     cdef _Task *task = &run.tasks[run.n]
     cdef Py_buffer view
     cdef ScratchBuffer records
@@ -300,15 +304,18 @@ cdef int _queue_v2(_Run run, object batch, bint strict, bint validate_crc, tuple
     task.crc_from = <const uint8_t *>view.buf + 21 if validate_crc else NULL
     task.crc_len = <size_t>(view.len - 21)
     task.crc = batch.crc
-    task.start = <const uint8_t *>view.buf + 61
+    cdef Py_ssize_t header = batch.header_size
+    task.start = <const uint8_t *>view.buf + header
     task.end = <const uint8_t *>view.buf + view.len
     PyBuffer_Release(&view)
     task.count = count
     keep = whole
-    if task.info.compression and count:
+    if batch.magic == 3 and batch.attributes & ATTR_HEADERS_FIRST and count:
+        keep = _headers_first_region(task, batch, want, validate_crc, max_decompressed_size)
+    elif task.info.compression and count:
         try:
-            records = decompress_section(task.info.compression, whole[61:],
-                                         max_decompressed_size, batch.position + 61)
+            records = decompress_section(task.info.compression, whole[header:],
+                                         max_decompressed_size, batch.position + header)
         except KcodecError:
             if validate_crc:
                 batch.ensure_valid()   # a damaged batch says so before its codec does
@@ -320,6 +327,50 @@ cdef int _queue_v2(_Run run, object batch, bint strict, bint validate_crc, tuple
     run.keep.append(keep)
     run.n += 1
     return 0
+
+
+cdef bytes _headers_first_region(_Task *task, object batch, unsigned want, bint validate_crc,
+                                 object max_decompressed_size):
+    """Point ``task`` at a headers-first batch's records (FORMAT.md §8.3): at its meta block
+    alone when values are not wanted (of a compressed batch, only the stream's prefix that
+    holds it is decompressed), else at the records put back in order."""
+    cdef Py_ssize_t header = batch.header_size
+    cdef int codec = task.info.compression
+    section = batch.buffer[header:]
+    cdef bytes region
+    cdef object size = None
+    cdef Py_ssize_t start = 0
+    try:
+        if want & KC_COL_VALUE:
+            region = bytes(section) if not codec else decompress_section(
+                codec, section, max_decompressed_size, batch.position + header).tobytes()
+            region = from_headers_first(region, task.count, task.info.has_attributes,
+                                        task.info.strict)
+        else:
+            task.info.meta_only = True
+            region = bytes(meta_prefix(codec, section, max_decompressed_size))
+            size = meta_prefix_size(region)
+            if size is None or size > len(region):
+                raise InvalidRecordError("the headers-first meta block runs past the records")
+            start = size - _meta_length(region)
+    except KcodecError as exc:
+        if validate_crc:
+            batch.ensure_valid()
+        if exc.position is None:
+            exc.position = batch.position + header
+        raise
+    cdef const uint8_t *data = <const uint8_t *><const char *>region
+    task.start = data + start
+    task.end = data + (len(region) if want & KC_COL_VALUE else <Py_ssize_t>size)
+    return region
+
+
+cdef Py_ssize_t _meta_length(bytes region) except -1:
+    """metaLength, the varint that starts a headers-first region."""
+    cdef int32_t length
+    kc_read_varint(<const uint8_t *><const char *>region,
+                   <const uint8_t *><const char *>region + len(region), &length, 0)
+    return length
 
 
 cdef int _flush(_Chunk chunk, _Run run) except -1:
@@ -394,7 +445,7 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
         if type(entry) is RecordBatch:
             records += max(entry.record_count, 0)
             if not entry.compression_id:
-                region_bytes += entry.size - 61
+                region_bytes += entry.size - entry.header_size
         else:
             records += 1
     _adopt_spares(&chunk.c, records)
@@ -409,9 +460,9 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
     cdef _Run run = _Run(len(entries))
     for entry in entries:
         if type(entry) is RecordBatch:
-            _queue_v2(run, entry, strict, validate_crc, offsets, timestamps,
+            _queue_v2(run, entry, want, strict, validate_crc, offsets, timestamps,
                       max_decompressed_size)
-            if entry.compression_id:
+            if entry.compression_id or entry.header_size != 61:  # own buffers, or magic 3
                 _flush(chunk, run)
         else:
             _flush(chunk, run)

@@ -96,18 +96,20 @@ cdef Py_ssize_t _lz4_block(const uint8_t *block, Py_ssize_t size, Py_ssize_t bou
         return -1
 
 
-def lz4_frame_into(data, int magic, Py_ssize_t limit, ScratchBuffer sink):
-    """Append the content of one Kafka LZ4 frame to sink, never past ``limit`` bytes."""
+def lz4_frame_into(data, int magic, Py_ssize_t limit, ScratchBuffer sink,
+                   Py_ssize_t enough=-1):
+    """Append the content of one Kafka LZ4 frame to sink, never past ``limit`` bytes (and,
+    given ``enough``, stopping after the block that brings it to that many)."""
     cdef Py_buffer view
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
-        _lz4_frame(<const uint8_t *>view.buf, view.len, magic, limit, sink)
+        _lz4_frame(<const uint8_t *>view.buf, view.len, magic, limit, sink, enough)
     finally:
         PyBuffer_Release(&view)
 
 
 cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
-                    ScratchBuffer sink) except -1:
+                    ScratchBuffer sink, Py_ssize_t enough) except -1:
     if n < 7 or _le32(p) != 0x184D2204:
         raise CompressionError("not an LZ4 frame")
     cdef int flg = p[4], bd = p[5]
@@ -130,6 +132,8 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
     cdef uint32_t word
     cdef Py_ssize_t size, budget, written
     while True:
+        if 0 <= enough <= sink.length:
+            return 0
         if n - pos < 4:
             raise CompressionError("Stream ended prematurely (no LZ4 end mark)")
         word = _le32(p + pos)
@@ -183,12 +187,13 @@ cdef int _snappy_block(const uint8_t *block, Py_ssize_t size, Py_ssize_t limit,
     return 0
 
 
-def snappy_into(data, Py_ssize_t limit, ScratchBuffer sink):
-    """Append the content of an xerial stream (or of a raw snappy block) to sink."""
+def snappy_into(data, Py_ssize_t limit, ScratchBuffer sink, Py_ssize_t enough=-1):
+    """Append the content of an xerial stream (or of a raw snappy block) to sink (given
+    ``enough``, stopping after the block that brings it to that many bytes)."""
     cdef Py_buffer view
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
-        _snappy(<const uint8_t *>view.buf, view.len, limit, sink)
+        _snappy(<const uint8_t *>view.buf, view.len, limit, sink, enough)
     finally:
         PyBuffer_Release(&view)
 
@@ -198,12 +203,13 @@ cdef bint _xerial_magic(const uint8_t *p) noexcept:
             and p[5] == 0x50 and p[6] == 0x59 and p[7] == 0)
 
 
-cdef int _snappy(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer sink) except -1:
+cdef int _snappy(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer sink,
+                 Py_ssize_t enough) except -1:
     if n < 16 or not _xerial_magic(p):
         return _snappy_block(p, n, limit, sink)  # a raw block, as librdkafka writes
     cdef Py_ssize_t pos = 16
     cdef uint32_t length
-    while n - pos >= 4:  # Java ignores 1-3 trailing bytes
+    while n - pos >= 4 and not 0 <= enough <= sink.length:  # Java ignores 1-3 trailing bytes
         if n - pos >= 16 and _xerial_magic(p + pos):
             pos += 16  # concatenated xerial streams
             continue

@@ -61,6 +61,8 @@ cdef extern from "record.h" nogil:
     kc_status kc_scan_record(const uint8_t **p, const uint8_t *limit, int has_attributes,
                              int strict, kc_record *r)
     kc_status kc_scan_header(const uint8_t **p, const uint8_t *end, kc_header *h, int strict)
+    kc_status kc_scan_meta(const uint8_t **p, const uint8_t *limit, int has_attributes,
+                           int strict, kc_record *r)
 
 
 cdef extern from "columns.h" nogil:
@@ -118,6 +120,8 @@ cdef extern from "columns.h" nogil:
         uint8_t is_transactional
         uint8_t is_control
         int strict
+        int has_attributes
+        int meta_only
         int64_t offset_lo
         int64_t offset_hi
         int64_t timestamp_lo

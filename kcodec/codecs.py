@@ -272,6 +272,39 @@ def decompress_section(codec: int, section: memoryview, max_size: int | None,
         raise
 
 
+def decompress_prefix(codec: Compression | int | str, data: Any, want: int,
+                      max_size: int | None = None) -> bytes:
+    """At least the first ``want`` bytes ``data`` decompresses to (all of them when there
+    are fewer; snappy and lz4 stop after the block that holds byte ``want``), within
+    ``max_size`` as always."""
+    kind = _check_codec(codec, 2, None)
+    view = memoryview(data).cast("B")
+    limit = _max_decompressed_size if max_size is None else max_size
+    if kind in (Compression.SNAPPY, Compression.LZ4):
+        sink = ScratchBuffer(min(limit, want + (1 << 16)))
+        if kind == Compression.SNAPPY:
+            snappy_into(view, limit, sink, want)
+        else:
+            lz4_frame_into(view, 2, limit, sink, want)
+        return sink.tobytes()
+    if kind == Compression.GZIP:
+        member = zlib.decompressobj(wbits=31)
+        try:
+            return member.decompress(view, want)
+        except zlib.error as exc:
+            raise CompressionError(f"corrupt gzip data: {exc}") from None
+    if kind == Compression.ZSTD:
+        out = bytearray()
+        try:
+            with _zstd_decompressor().stream_reader(view, read_across_frames=True) as reader:
+                while len(out) < want and (chunk := reader.read(want - len(out))):
+                    out += chunk
+        except zstandard.ZstdError as exc:
+            raise CompressionError(f"corrupt zstd data: {exc}") from None
+        return bytes(out)
+    return decompress(kind, view, max_size=max_size)
+
+
 def decompress_builtin_into(kind: Compression, view: memoryview, limit: int,
                             sink: ScratchBuffer, magic: int = 2) -> None:
     """Decompress with one of Kafka's own codecs (ids 0-4) into ``sink``."""
@@ -290,5 +323,5 @@ def decompress_builtin_into(kind: Compression, view: memoryview, limit: int,
 
 
 __all__ = ["DEFAULT_MAX_DECOMPRESSED_SIZE", "compress", "compress_to_scratch", "decompress",
-           "decompress_section", "decompress_to_scratch",
+           "decompress_prefix", "decompress_section", "decompress_to_scratch",
            "get_max_decompressed_size", "set_max_decompressed_size"]

@@ -115,7 +115,7 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
              metadata: bool, offsets: tuple[int, int] | None,
              timestamps: tuple[int, int] | None, include_control: bool,
              aborted_transactions: Sequence[tuple[int, int]] | None, validate_crc: bool,
-             strict: bool, max_decompressed_size: int | None
+             strict: bool, max_decompressed_size: int | None, allow_magic3: bool = False
              ) -> tuple[list[Entry], list[str], int, dict[str, Any]]:
     names = list(columns) if columns is not None else [
         *SPARK_COLUMNS, *(["headers"] if include_headers else []),
@@ -126,7 +126,7 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
     # CRCs of v2 batches are checked by the decoding threads, in parallel; legacy entries'
     # CRCs are checked as they are framed
     reader = read_batches(data, validate_crc=False, strict=strict,
-                          max_decompressed_size=max_decompressed_size)
+                          max_decompressed_size=max_decompressed_size, allow_magic3=allow_magic3)
     entries = list(select_batches(reader, include_control=include_control,
                                   aborted_transactions=aborted_transactions,
                                   offsets=offsets, timestamps=timestamps))
@@ -145,7 +145,8 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
                    timestamps: tuple[int, int] | None = None, include_control: bool = False,
                    aborted_transactions: Sequence[tuple[int, int]] | None = None,
                    threads: int = 1, validate_crc: bool = True, strict: bool = False,
-                   max_decompressed_size: int | None = None) -> dict[str, Any]:
+                   max_decompressed_size: int | None = None,
+                   allow_magic3: bool = False) -> dict[str, Any]:
     """Decode every batch in ``data`` into numpy arrays (no pyarrow needed).
 
     Returns ``count`` and, per requested column group: ``offset`` (int64), ``timestamp``
@@ -154,11 +155,13 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
     ``header_offsets`` (per record, into the header arrays) with ``header_key_*`` and
     ``header_value_*``, and the batch-level columns. ``columns`` projects (names as in
     :data:`ALL_COLUMNS`); leaving ``value`` out scans offsets, timestamps, keys and headers
-    without copying values.
+    without copying values (and of headers-first magic-3 batches, read with
+    ``allow_magic3``, without decompressing them).
     """
     entries, _, want, options = _prepare(data, columns, include_headers, metadata, offsets,
                                          timestamps, include_control, aborted_transactions,
-                                         validate_crc, strict, max_decompressed_size)
+                                         validate_crc, strict, max_decompressed_size,
+                                         allow_magic3)
     chunks = _decode_groups(_split(entries, threads) or [[]], want, threads, options)
     return _concatenate(chunks)
 
@@ -255,12 +258,13 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
                include_control: bool = False,
                aborted_transactions: Sequence[tuple[int, int]] | None = None, threads: int = 1,
                validate_crc: bool = True, strict: bool = False,
-               max_decompressed_size: int | None = None) -> Iterator[pyarrow.RecordBatch]:
+               max_decompressed_size: int | None = None,
+               allow_magic3: bool = False) -> Iterator[pyarrow.RecordBatch]:
     """Arrow record batches of about ``chunk_records`` records each (whole Kafka batches)."""
     entries, names, want, options = _prepare(data, columns, include_headers, metadata,
                                              offsets, timestamps, include_control,
                                              aborted_transactions, validate_crc, strict,
-                                             max_decompressed_size)
+                                             max_decompressed_size, allow_magic3)
     total = sum(e.record_count if isinstance(e, RecordBatch) else 1 for e in entries)
     chunks = _split(entries, max(1, -(-total // max(chunk_records, 1)), threads))
     for start in range(0, len(chunks), max(threads, 1)):

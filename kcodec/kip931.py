@@ -1,6 +1,7 @@
-"""What KIP-931's magic 3 would save against magic 2 on real data.
+"""KIP-931's magic 3 beyond plain reading: scans of headers-first batches that leave the
+values compressed, and what magic 3 would save against magic 2 on real data.
 
-Every magic-2 batch is written again by kcodec twice, as magic 2 and as magic 3 (the
+For the savings, every magic-2 batch is written again by kcodec twice, as magic 2 and as magic 3 (the
 same records, header fields and codec), so that the difference is the format's alone and
 not that of another compressor; once uncompressed and once with the batch's own codec.
 The KIP estimated about 10 bytes a batch and 1 byte a record.
@@ -13,9 +14,34 @@ from typing import Any
 
 from kcodec._batch import RecordBatch, read_batches
 from kcodec._builder import empty_batch
+from kcodec._headers_first import RecordMetadata, meta_prefix, metadata, scan_metadata
 from kcodec.constants import RECORD_BATCH_OVERHEAD as HEADER_SIZE
-from kcodec.constants import Compression
+from kcodec.constants import Compression, TimestampType
 from kcodec.convert import rebuild
+
+#: Magic-3 attribute bits: records without their attributes byte (KIP-931), and kcodec's
+#: headers-first layout (FORMAT.md §8.3).
+NO_RECORD_ATTRIBUTES = 0x80
+HEADERS_FIRST = 0x100
+
+
+def scan(batch: RecordBatch) -> list[RecordMetadata]:
+    """Offsets, timestamps, keys, headers and value sizes of a batch's records.
+
+    For a headers-first magic-3 batch (FORMAT.md §8.3) only the meta block is read: of a
+    gzip or zstd batch, only the prefix of the stream that holds it is decompressed. Any
+    other batch is decoded whole (what a validating scan of magic 2 has to do)."""
+    if not (batch.magic == 3 and batch.attributes & HEADERS_FIRST):
+        return [metadata(r.offset, r.timestamp, r.key, r.headers,
+                         -1 if r.value is None else len(r.value))
+                for r in batch.records()]
+    if not batch.record_count:
+        return []
+    region = meta_prefix(batch.compression_id, batch.buffer[batch.header_size:])
+    log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+    return scan_metadata(region, batch.record_count, not batch.attributes & NO_RECORD_ATTRIBUTES,
+                         False, batch.base_offset, batch.base_timestamp, log_append,
+                         batch.max_timestamp)
 
 
 @dataclasses.dataclass
@@ -84,4 +110,4 @@ def measure_batch(batch: RecordBatch) -> Savings:
                    HEADER_SIZE - written.header_size)
 
 
-__all__ = ["Savings", "measure", "measure_batch"]
+__all__ = ["RecordMetadata", "Savings", "measure", "measure_batch", "scan"]

@@ -12,7 +12,7 @@ from .conftest import ROOT
 
 @pytest.mark.parametrize("name", ["bench_records.py", "bench_codecs.py", "bench_legacy.py",
                                   "bench_columnar.py", "bench_segments.py", "bench_spark.py",
-                                  "bench_plugins.py"])
+                                  "bench_plugins.py", "bench_kip931.py"])
 def test_bench_quick(name: str) -> None:
     script = ROOT / "bench" / name
     if not script.exists():
