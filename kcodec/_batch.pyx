@@ -20,7 +20,7 @@ from kcodec._scratch cimport ScratchBuffer
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_HEADERS_FIRST,
                              ATTR_LOG_APPEND_TIME, ATTR_NO_RECORD_ATTRIBUTES,
                              ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, LOG_OVERHEAD,
-                             V3_FIXED_SIZE, V3_MIN_SIZE, V3_OFF_ATTRIBUTES, V3_OFF_BASE_SEQUENCE,
+                             V3_FIXED_SIZE, V3_MIN_SIZE, V3_OFF_BASE_SEQUENCE,
                              V3_OFF_PRODUCER_EPOCH, V3_OFF_PRODUCER_ID, V3_OFF_RECORD_COUNT,
                              MIN_ENTRY_SIZE, OFF_ATTRIBUTES, OFF_BASE_OFFSET,
                              OFF_BASE_SEQUENCE, OFF_BASE_TIMESTAMP, OFF_CRC, OFF_LAST_OFFSET_DELTA,
@@ -388,11 +388,14 @@ cdef class RecordBatch:
 
 cdef RecordBatch _parse_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t size, bint strict,
                               Py_ssize_t max_decompressed_size):
+    """A magic-2 batch (FORMAT.md §2.1), or a magic-3 one (§8.2) when the reader allows."""
     cdef const uint8_t *p = buf.data + position
-    if size < HEADER_SIZE:
+    cdef int magic = p[OFF_MAGIC]
+    cdef Py_ssize_t minimum = V3_MIN_SIZE if magic == 3 else HEADER_SIZE
+    if size < minimum:
         raise CorruptRecordError(
             f"Record batch is corrupt (the size {size} is smaller than the minimum allowed "
-            f"overhead {HEADER_SIZE})", position=position)
+            f"overhead {minimum})", position=position)
     cdef RecordBatch b = RecordBatch.__new__(RecordBatch)
     b._buf = buf
     b._p = p
@@ -403,9 +406,12 @@ cdef RecordBatch _parse_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t s
     b.base_offset = <int64_t>kc_get_be64(p + OFF_BASE_OFFSET)
     b.batch_length = <int32_t>kc_get_be32(p + OFF_LENGTH)
     b.partition_leader_epoch = <int32_t>kc_get_be32(p + OFF_LEADER_EPOCH)
-    b.magic = p[OFF_MAGIC]
+    b.magic = magic
     b.crc = kc_get_be32(p + OFF_CRC)
     b.attributes = kc_get_be16(p + OFF_ATTRIBUTES)
+    if magic == 3:
+        _parse_v3_fields(b, p, p + size, strict)
+        return b
     b.last_offset_delta = <int32_t>kc_get_be32(p + OFF_LAST_OFFSET_DELTA)
     b.base_timestamp = <int64_t>kc_get_be64(p + OFF_BASE_TIMESTAMP)
     b.max_timestamp = <int64_t>kc_get_be64(p + OFF_MAX_TIMESTAMP)
@@ -418,29 +424,10 @@ cdef RecordBatch _parse_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t s
     return b
 
 
-cdef RecordBatch _parse_batch_v3(InputBuffer buf, Py_ssize_t position, Py_ssize_t size,
-                                 bint strict, Py_ssize_t max_decompressed_size):
-    """A magic-3 batch (FORMAT.md §8.2): fixed fields to byte 41, then lastOffsetDelta
+cdef int _parse_v3_fields(RecordBatch b, const uint8_t *p, const uint8_t *end,
+                          bint strict) except -1:
+    """The rest of a magic-3 header: fixed fields to byte 41, then lastOffsetDelta
     (varint), baseTimestamp and maxTimestampDelta (varlongs), then the records."""
-    cdef const uint8_t *p = buf.data + position
-    cdef const uint8_t *end = p + size
-    if size < V3_MIN_SIZE:
-        raise CorruptRecordError(
-            f"Record batch is corrupt (the size {size} is smaller than the minimum allowed "
-            f"overhead {V3_MIN_SIZE} of magic 3)", position=position)
-    cdef RecordBatch b = RecordBatch.__new__(RecordBatch)
-    b._buf = buf
-    b._p = p
-    b._strict = strict
-    b._max_decompressed_size = max_decompressed_size
-    b.position = position
-    b.size = size
-    b.base_offset = <int64_t>kc_get_be64(p + OFF_BASE_OFFSET)
-    b.batch_length = <int32_t>kc_get_be32(p + OFF_LENGTH)
-    b.partition_leader_epoch = <int32_t>kc_get_be32(p + OFF_LEADER_EPOCH)
-    b.magic = p[OFF_MAGIC]
-    b.crc = kc_get_be32(p + OFF_CRC)
-    b.attributes = kc_get_be16(p + V3_OFF_ATTRIBUTES)
     b.producer_id = <int64_t>kc_get_be64(p + V3_OFF_PRODUCER_ID)
     b.producer_epoch = <int16_t>kc_get_be16(p + V3_OFF_PRODUCER_EPOCH)
     b.base_sequence = <int32_t>kc_get_be32(p + V3_OFF_BASE_SEQUENCE)
@@ -456,12 +443,12 @@ cdef RecordBatch _parse_batch_v3(InputBuffer buf, Py_ssize_t position, Py_ssize_
         n = kc_read_varlong(q, end, &max_delta, strict)
     if n <= 0:
         raise CorruptRecordError("the magic-3 header's varints are malformed or truncated",
-                                 position=position + (q - p))
+                                 position=b.position + (q - p))
     q += n
     b.max_timestamp = _add64(b.base_timestamp, max_delta)
     b.header_size = q - p
     b._record_attributes = not (b.attributes & ATTR_NO_RECORD_ATTRIBUTES)
-    return b
+    return 0
 
 
 @cython.final
@@ -518,13 +505,8 @@ cdef class BatchReader:
             self._pos += size
             self.trailing_bytes = self._buf.size - self._pos
             return legacy
-        cdef RecordBatch batch
-        if magic == 3:
-            batch = _parse_batch_v3(self._buf, position, size, self._strict,
-                                    self._max_decompressed_size)
-        else:
-            batch = _parse_batch(self._buf, position, size, self._strict,
-                                 self._max_decompressed_size)
+        cdef RecordBatch batch = _parse_batch(self._buf, position, size, self._strict,
+                                              self._max_decompressed_size)
         if self._validate_crc:
             batch.ensure_valid()
         self._pos += size

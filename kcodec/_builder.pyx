@@ -22,7 +22,7 @@ from kcodec._layout cimport (LEGACY_ATTRIBUTES, LEGACY_CRC, LEGACY_KEY_LENGTH_V0
                              ATTR_HEADERS_FIRST, ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL,
                              CRC_START,
                              HEADER_SIZE, LOG_OVERHEAD, V3_FIXED_SIZE, V3_MAX_HEADER,
-                             V3_OFF_ATTRIBUTES, V3_OFF_BASE_SEQUENCE, V3_OFF_PRODUCER_EPOCH,
+                             V3_OFF_BASE_SEQUENCE, V3_OFF_PRODUCER_EPOCH,
                              V3_OFF_PRODUCER_ID, V3_OFF_RECORD_COUNT,
                              OFF_ATTRIBUTES, OFF_BASE_OFFSET, OFF_BASE_SEQUENCE,
                              OFF_BASE_TIMESTAMP, OFF_CRC, OFF_LAST_OFFSET_DELTA,
@@ -513,16 +513,10 @@ cdef class BatchBuilder:
             p = <uint8_t *>PyBytes_AS_STRING(built)
             memcpy(p + header, <const char *>self._plugin_prefix, prefix)
             memcpy(p + header + prefix, region, region_size)
-        if self._magic == 3:
-            _write_header_v3(p, size, self._base_offset,
-                             <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
-                             self._attributes, self._base_timestamp, max_ts, self._producer_id,
-                             self._producer_epoch, self._base_sequence, self._count)
-        else:
-            _write_header(p, size, self._base_offset,
-                          <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
-                          self._attributes, self._base_timestamp, max_ts, self._producer_id,
-                          self._producer_epoch, self._base_sequence, self._count)
+        _write_header(p, self._magic, size, self._base_offset,
+                      <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
+                      self._attributes, self._base_timestamp, max_ts, self._producer_id,
+                      self._producer_epoch, self._base_sequence, self._count)
         self._built = (built if codec or headers_first
                        else PyBytes_FromStringAndSize(<char *>p, size))
         scratch_give_back(self._buf)
@@ -569,45 +563,36 @@ cdef class BatchBuilder:
         return builder.build()
 
 
-cdef void _write_header(uint8_t *p, Py_ssize_t size, int64_t base_offset,
+cdef void _write_header(uint8_t *p, int magic, Py_ssize_t size, int64_t base_offset,
                         int32_t last_offset_delta, int32_t leader_epoch, int attributes,
                         int64_t base_timestamp, int64_t max_timestamp, int64_t producer_id,
                         int16_t producer_epoch, int32_t base_sequence,
                         int32_t count) noexcept:
+    """A magic-2 header (FORMAT.md §2.1) or a magic-3 one (§8.2, which the caller sized
+    with the same varints), its CRC over the bytes that follow included."""
     kc_put_be64(p + OFF_BASE_OFFSET, <uint64_t>base_offset)
     kc_put_be32(p + OFF_LENGTH, <uint32_t>(size - LOG_OVERHEAD))
     kc_put_be32(p + OFF_LEADER_EPOCH, <uint32_t>leader_epoch)
-    p[OFF_MAGIC] = 2
+    p[OFF_MAGIC] = magic
     kc_put_be16(p + OFF_ATTRIBUTES, <uint16_t>attributes)
-    kc_put_be32(p + OFF_LAST_OFFSET_DELTA, <uint32_t>last_offset_delta)
-    kc_put_be64(p + OFF_BASE_TIMESTAMP, <uint64_t>base_timestamp)
-    kc_put_be64(p + OFF_MAX_TIMESTAMP, <uint64_t>max_timestamp)
-    kc_put_be64(p + OFF_PRODUCER_ID, <uint64_t>producer_id)
-    kc_put_be16(p + OFF_PRODUCER_EPOCH, <uint16_t>producer_epoch)
-    kc_put_be32(p + OFF_BASE_SEQUENCE, <uint32_t>base_sequence)
-    kc_put_be32(p + OFF_RECORD_COUNT, <uint32_t>count)
-    kc_put_be32(p + OFF_CRC, crc32c_update(0, p + CRC_START, <size_t>(size - CRC_START)))
-
-
-cdef void _write_header_v3(uint8_t *p, Py_ssize_t size, int64_t base_offset,
-                           int32_t last_offset_delta, int32_t leader_epoch, int attributes,
-                           int64_t base_timestamp, int64_t max_timestamp, int64_t producer_id,
-                           int16_t producer_epoch, int32_t base_sequence,
-                           int32_t count) noexcept:
-    """A magic-3 header (FORMAT.md §8.2); the caller sized it with the same varints."""
-    kc_put_be64(p + OFF_BASE_OFFSET, <uint64_t>base_offset)
-    kc_put_be32(p + OFF_LENGTH, <uint32_t>(size - LOG_OVERHEAD))
-    kc_put_be32(p + OFF_LEADER_EPOCH, <uint32_t>leader_epoch)
-    p[OFF_MAGIC] = 3
-    kc_put_be16(p + V3_OFF_ATTRIBUTES, <uint16_t>attributes)
-    kc_put_be64(p + V3_OFF_PRODUCER_ID, <uint64_t>producer_id)
-    kc_put_be16(p + V3_OFF_PRODUCER_EPOCH, <uint16_t>producer_epoch)
-    kc_put_be32(p + V3_OFF_BASE_SEQUENCE, <uint32_t>base_sequence)
-    kc_put_be32(p + V3_OFF_RECORD_COUNT, <uint32_t>count)
-    cdef uint8_t *q = p + V3_FIXED_SIZE
-    q += kc_write_varint(q, last_offset_delta)
-    q += kc_write_varlong(q, base_timestamp)
-    q += kc_write_varlong(q, <int64_t>(<uint64_t>max_timestamp - <uint64_t>base_timestamp))
+    cdef uint8_t *q
+    if magic == 3:
+        kc_put_be64(p + V3_OFF_PRODUCER_ID, <uint64_t>producer_id)
+        kc_put_be16(p + V3_OFF_PRODUCER_EPOCH, <uint16_t>producer_epoch)
+        kc_put_be32(p + V3_OFF_BASE_SEQUENCE, <uint32_t>base_sequence)
+        kc_put_be32(p + V3_OFF_RECORD_COUNT, <uint32_t>count)
+        q = p + V3_FIXED_SIZE
+        q += kc_write_varint(q, last_offset_delta)
+        q += kc_write_varlong(q, base_timestamp)
+        kc_write_varlong(q, <int64_t>(<uint64_t>max_timestamp - <uint64_t>base_timestamp))
+    else:
+        kc_put_be32(p + OFF_LAST_OFFSET_DELTA, <uint32_t>last_offset_delta)
+        kc_put_be64(p + OFF_BASE_TIMESTAMP, <uint64_t>base_timestamp)
+        kc_put_be64(p + OFF_MAX_TIMESTAMP, <uint64_t>max_timestamp)
+        kc_put_be64(p + OFF_PRODUCER_ID, <uint64_t>producer_id)
+        kc_put_be16(p + OFF_PRODUCER_EPOCH, <uint16_t>producer_epoch)
+        kc_put_be32(p + OFF_BASE_SEQUENCE, <uint32_t>base_sequence)
+        kc_put_be32(p + OFF_RECORD_COUNT, <uint32_t>count)
     kc_put_be32(p + OFF_CRC, crc32c_update(0, p + CRC_START, <size_t>(size - CRC_START)))
 
 
@@ -639,12 +624,6 @@ def empty_batch(*, int64_t base_offset, int64_t last_offset, int64_t max_timesta
                 + kc_sizeof_varlong(<int64_t>(<uint64_t>max_timestamp - <uint64_t>base_timestamp)))
     out = bytearray(size)
     cdef uint8_t *p = <uint8_t *><char *>out
-    if magic == 3:
-        _write_header_v3(p, size, base_offset, delta, partition_leader_epoch, attributes,
-                         base_timestamp, max_timestamp, producer_id, producer_epoch,
-                         base_sequence, 0)
-    else:
-        _write_header(p, size, base_offset, delta, partition_leader_epoch, attributes,
-                      base_timestamp, max_timestamp, producer_id, producer_epoch,
-                      base_sequence, 0)
+    _write_header(p, magic, size, base_offset, delta, partition_leader_epoch, attributes,
+                  base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, 0)
     return bytes(out)

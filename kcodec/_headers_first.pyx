@@ -127,12 +127,15 @@ def to_headers_first(records, int32_t count, bint has_attributes):
 
 
 cdef const uint8_t *_meta_block(const uint8_t *start, const uint8_t *end,
-                                Py_ssize_t *meta_length) except NULL:
+                                const uint8_t **meta_end) except NULL:
+    """Where the meta block of the region [start, end) begins; sets where it ends."""
     cdef int32_t length
     cdef int n = kc_read_varint(start, end, &length, 0)
     if n <= 0 or length < 0:
         raise InvalidRecordError("the headers-first region's metaLength is malformed")
-    meta_length[0] = length
+    if length > end - start - n:
+        raise InvalidRecordError("the headers-first meta block runs past the records")
+    meta_end[0] = start + n + length
     return start + n
 
 
@@ -170,11 +173,8 @@ def from_headers_first(region, int32_t count, bint has_attributes, bint strict):
     cdef const uint8_t[::1] view = region
     cdef const uint8_t *start = &view[0] if view.shape[0] else NULL
     cdef const uint8_t *end = start + view.shape[0]
-    cdef Py_ssize_t meta_length
-    cdef const uint8_t *meta = _meta_block(start, end, &meta_length)
-    if meta_length > end - meta:
-        raise InvalidRecordError("the headers-first meta block runs past the records")
-    cdef const uint8_t *meta_end = meta + meta_length
+    cdef const uint8_t *meta_end
+    cdef const uint8_t *meta = _meta_block(start, end, &meta_end)
     cdef const uint8_t *p = meta
     cdef kc_record r
     cdef kc_status status
@@ -244,11 +244,8 @@ def scan_metadata(region, int32_t count, bint has_attributes, bint strict,
     cdef const uint8_t[::1] view = region
     cdef const uint8_t *start = &view[0] if view.shape[0] else NULL
     cdef const uint8_t *end = start + view.shape[0]
-    cdef Py_ssize_t meta_length
-    cdef const uint8_t *p = _meta_block(start, end, &meta_length)
-    if meta_length > end - p:
-        raise InvalidRecordError("the headers-first meta block was cut short")
-    cdef const uint8_t *meta_end = p + meta_length
+    cdef const uint8_t *meta_end
+    cdef const uint8_t *p = _meta_block(start, end, &meta_end)
     cdef kc_record r
     cdef kc_header h
     cdef kc_status status

@@ -36,7 +36,6 @@ cdef enum:
     ATTR_HEADERS_FIRST = 0x100         # magic 3, kcodec's experiment: metadata before values
 
     # magic 3 (FORMAT.md §8.2): fixed fields, then three varints, then the records
-    V3_OFF_ATTRIBUTES = 21
     V3_OFF_PRODUCER_ID = 23
     V3_OFF_PRODUCER_EPOCH = 31
     V3_OFF_BASE_SEQUENCE = 33
