@@ -2,6 +2,12 @@
 """Reading record batches (magic 2, and KIP-931's magic 3 on request) out of any buffer,
 without copying it.
 
+Magic 3 (FORMAT.md §8.2): batchLength (bytes 8-11) counts every byte after itself, as in
+magic 2; the CRC-32C (bytes 17-20) covers bytes 21 to the end: the attributes, the fixed
+fields to byte 41, the three header varints and the records (with the headers-first bit
+8, the rearranged records region, compressed or not). partitionLeaderEpoch stays outside
+the CRC, so a broker can still set it in place.
+
 ``read_batches`` frames the input exactly as Kafka's ``ByteBufferLogInputStream``
 does (FORMAT.md §2.9); a ``RecordBatch`` parses its 61-byte header at once and its
 records only when iterated. Keys, values and headers are copied into Python
