@@ -142,8 +142,10 @@ static inline kc_status kc_scan_record(const uint8_t **p, const uint8_t *limit, 
 
 /*
  * Scans one record's metadata in a headers-first region (FORMAT.md §8.3): the fields of a
- * record without its length and with only its value's length (r->value is NULL, r->end
- * is where the next entry starts). The entries end at limit.
+ * record without its length and with only its value's length. r->value is where the
+ * value's bytes would follow in an ordinary record (just past valueLength; the bytes
+ * themselves are in the value block), r->end where the next entry starts. The entries
+ * end at limit.
  */
 static inline kc_status kc_scan_meta(const uint8_t **p, const uint8_t *limit, int has_attributes,
                                      int strict, kc_record *r)
@@ -163,10 +165,11 @@ static inline kc_status kc_scan_meta(const uint8_t **p, const uint8_t *limit, in
     q += n;
     if (!kc_take_varint(&q, limit, &r->offset_delta, strict, &status, KC_ERR_EOF) ||
         !kc_take_bytes(&q, limit, &r->key, &r->key_len, strict, &status) ||
-        !kc_take_varint(&q, limit, &r->value_len, strict, &status, KC_ERR_EOF) ||
-        !kc_take_varint(&q, limit, &r->header_count, strict, &status, KC_ERR_EOF))
+        !kc_take_varint(&q, limit, &r->value_len, strict, &status, KC_ERR_EOF))
         return status;
-    r->value = NULL;
+    r->value = q;
+    if (!kc_take_varint(&q, limit, &r->header_count, strict, &status, KC_ERR_EOF))
+        return status;
     if (r->header_count < 0 || r->header_count > limit - q)
         return KC_ERR_HEADER_COUNT;
     r->headers = q;

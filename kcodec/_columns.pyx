@@ -15,7 +15,7 @@ from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OF
                              KC_COL_TIMESTAMP, KC_COL_VALUE, KC_ERR_EOF, KC_ERR_MEMORY, KC_OK,
                              kc_append_record, kc_batch_info, kc_buf, kc_columns,
                              kc_columns_free, kc_columns_init, kc_columns_reserve,
-                             kc_decode_records, kc_read_varint)
+                             kc_decode_records)
 from kcodec._layout cimport ATTR_HEADERS_FIRST, ATTR_NO_RECORD_ATTRIBUTES
 from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport ScratchBuffer
@@ -23,7 +23,7 @@ from kcodec._scratch cimport ScratchBuffer
 import numpy
 
 from kcodec._batch import RecordBatch
-from kcodec._headers_first import from_headers_first, meta_prefix, meta_prefix_size
+from kcodec._headers_first import from_headers_first, meta_bounds, meta_prefix
 from kcodec.codecs import decompress_section
 from kcodec.errors import InvalidRecordError, KcodecError
 
@@ -329,48 +329,39 @@ cdef int _queue_v2(_Run run, object batch, unsigned want, bint strict, bint vali
     return 0
 
 
-cdef bytes _headers_first_region(_Task *task, object batch, unsigned want, bint validate_crc,
-                                 object max_decompressed_size):
+cdef object _headers_first_region(_Task *task, object batch, unsigned want, bint validate_crc,
+                                  object max_decompressed_size):
     """Point ``task`` at a headers-first batch's records (FORMAT.md §8.3): at its meta block
     alone when values are not wanted (of a compressed batch, only the stream's prefix that
-    holds it is decompressed), else at the records put back in order."""
+    holds it is decompressed), else at the records put back in order. Returns what holds
+    those bytes."""
     cdef Py_ssize_t header = batch.header_size
     cdef int codec = task.info.compression
     section = batch.buffer[header:]
-    cdef bytes region
-    cdef object size = None
     cdef Py_ssize_t start = 0
     try:
         if want & KC_COL_VALUE:
-            region = bytes(section) if not codec else decompress_section(
-                codec, section, max_decompressed_size, batch.position + header).tobytes()
-            region = from_headers_first(region, task.count, task.info.has_attributes,
+            if codec:
+                section = decompress_section(codec, section, max_decompressed_size,
+                                             batch.position + header).tobytes()
+            region = from_headers_first(section, task.count, task.info.has_attributes,
                                         task.info.strict)
         else:
             task.info.meta_only = True
-            region = bytes(meta_prefix(codec, section, max_decompressed_size))
-            size = meta_prefix_size(region)
-            if size is None or size > len(region):
-                raise InvalidRecordError("the headers-first meta block runs past the records")
-            start = size - _meta_length(region)
+            region = meta_prefix(codec, section, max_decompressed_size)
+            start = meta_bounds(region)[0]
     except KcodecError as exc:
         if validate_crc:
             batch.ensure_valid()
         if exc.position is None:
             exc.position = batch.position + header
         raise
-    cdef const uint8_t *data = <const uint8_t *><const char *>region
-    task.start = data + start
-    task.end = data + (len(region) if want & KC_COL_VALUE else <Py_ssize_t>size)
+    cdef Py_buffer view
+    PyObject_GetBuffer(region, &view, PyBUF_SIMPLE)   # region keeps the bytes alive
+    task.start = <const uint8_t *>view.buf + start
+    task.end = <const uint8_t *>view.buf + view.len
+    PyBuffer_Release(&view)
     return region
-
-
-cdef Py_ssize_t _meta_length(bytes region) except -1:
-    """metaLength, the varint that starts a headers-first region."""
-    cdef int32_t length
-    kc_read_varint(<const uint8_t *><const char *>region,
-                   <const uint8_t *><const char *>region + len(region), &length, 0)
-    return length
 
 
 cdef int _flush(_Chunk chunk, _Run run) except -1:

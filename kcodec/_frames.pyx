@@ -39,10 +39,6 @@ cdef inline uint32_t _le32(const uint8_t *p) noexcept:
     return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
 
 
-cdef object _limit_error(Py_ssize_t limit):
-    return DecompressionLimitError(f"decompressed data would exceed the limit of {limit} bytes")
-
-
 cdef inline object _view(const uint8_t *p, Py_ssize_t n):
     return PyMemoryView_FromMemory(<char *>p, n, PyBUF_READ)
 
@@ -152,7 +148,7 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
         budget = limit - sink.length
         if word & 0x80000000:  # stored uncompressed
             if size > budget:
-                raise _limit_error(limit)
+                raise DecompressionLimitError.exceeding(limit)
             sink.reserve(size)
             _copy(sink, block, size)
             continue
@@ -161,7 +157,7 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
             # Too large for the budget, or corrupt: a block is at most 4 MiB, so telling
             # the two apart costs at most that much memory.
             if budget < max_block and _lz4_block(block, size, max_block, sink) >= 0:
-                raise _limit_error(limit)
+                raise DecompressionLimitError.exceeding(limit)
             raise CompressionError("corrupt LZ4 block")
         sink.length += written
 
@@ -179,7 +175,7 @@ cdef int _snappy_block(const uint8_t *block, Py_ssize_t size, Py_ssize_t limit,
     except Exception as exc:
         raise CompressionError(f"corrupt snappy block: {exc}") from None
     if sink.length + expected > limit:
-        raise _limit_error(limit)
+        raise DecompressionLimitError.exceeding(limit)
     try:
         sink.length += <Py_ssize_t>_snappy_raw_into(source, _window(sink, expected))
     except Exception as exc:

@@ -78,8 +78,8 @@ cdef object _error(kc_status status, Py_ssize_t at):
     return InvalidRecordError(f"{text} (at byte {at} of the records region)")
 
 
-cdef inline const uint8_t *_body_start(const uint8_t *p) noexcept:
-    """Past a record's length varint (the record was checked already)."""
+cdef inline const uint8_t *_skip_varint(const uint8_t *p) noexcept:
+    """Past a varint that was checked already (a record's length, here)."""
     while p[0] & 0x80:
         p += 1
     return p + 1
@@ -100,7 +100,7 @@ def to_headers_first(records, int32_t count, bint has_attributes):
     for i in range(count):
         record = p
         kc_scan_record(&p, end, has_attributes, 0, &r)
-        meta += r.end - _body_start(record)
+        meta += r.end - _skip_varint(record)
         if r.value != NULL:
             values += r.value_len
             meta -= r.value_len
@@ -112,7 +112,7 @@ def to_headers_first(records, int32_t count, bint has_attributes):
     for i in range(count):
         record = p
         kc_scan_record(&p, end, has_attributes, 0, &r)
-        body = _body_start(record)
+        body = _skip_varint(record)
         if r.value == NULL:
             memcpy(o, body, r.end - body)
             o += r.end - body
@@ -139,9 +139,9 @@ cdef const uint8_t *_meta_block(const uint8_t *start, const uint8_t *end,
     return start + n
 
 
-def meta_prefix_size(region):
-    """How many bytes of the region hold metaLength and the meta block (None when the
-    prefix given is too short to say)."""
+def meta_bounds(region):
+    """(start, end) of the meta block in a headers-first region (``end`` may lie past a
+    prefix given), or None when the prefix is too short to hold metaLength."""
     cdef const uint8_t[::1] view = region
     cdef int32_t length
     if view.shape[0] == 0:
@@ -151,21 +151,20 @@ def meta_prefix_size(region):
         return None
     if n < 0 or length < 0:
         raise InvalidRecordError("the headers-first region's metaLength is malformed")
-    return n + length
+    return n, n + length
 
 
 def meta_prefix(int codec, section, max_decompressed_size=None):
-    """The start of a headers-first records section that holds metaLength and the meta
-    block: of a compressed one, only as much as must be decompressed for it."""
-    if not codec:
-        return section
-    region = decompress_prefix(codec, section, 16, max_decompressed_size)
-    need = meta_prefix_size(region)
-    if need is not None and need > len(region):
-        region = decompress_prefix(codec, section, need, max_decompressed_size)
-    if meta_prefix_size(region) is None or meta_prefix_size(region) > len(region):
+    """metaLength and the meta block of a headers-first records section: of a compressed
+    one, only as much as must be decompressed for them."""
+    region = section if not codec else decompress_prefix(codec, section, 16,
+                                                         max_decompressed_size)
+    bounds = meta_bounds(region)
+    if codec and bounds is not None and bounds[1] > len(region):
+        region = decompress_prefix(codec, section, bounds[1], max_decompressed_size)
+    if bounds is None or bounds[1] > len(region):
         raise InvalidRecordError("the headers-first meta block runs past the records")
-    return region
+    return region[:bounds[1]]
 
 
 def from_headers_first(region, int32_t count, bint has_attributes, bint strict):
@@ -176,19 +175,16 @@ def from_headers_first(region, int32_t count, bint has_attributes, bint strict):
     cdef const uint8_t *meta_end
     cdef const uint8_t *meta = _meta_block(start, end, &meta_end)
     cdef const uint8_t *p = meta
+    cdef const uint8_t *entry
     cdef kc_record r
     cdef kc_status status
     cdef Py_ssize_t out_size = 0, values = 0, body
     cdef int32_t i
     for i in range(count):
+        entry = p
         status = kc_scan_meta(&p, meta_end, has_attributes, strict, &r)
         if status != KC_OK:
             raise _error(status, p - start)
-    p = meta
-    cdef const uint8_t *entry
-    for i in range(count):
-        entry = p
-        kc_scan_meta(&p, meta_end, has_attributes, strict, &r)
         body = (p - entry) + max(r.value_len, 0)
         values += max(r.value_len, 0)
         out_size += kc_sizeof_varint(<int32_t>body) + body
@@ -197,43 +193,21 @@ def from_headers_first(region, int32_t count, bint has_attributes, bint strict):
     out = PyBytes_FromStringAndSize(NULL, out_size)
     cdef uint8_t *o = <uint8_t *>PyBytes_AS_STRING(out)
     cdef const uint8_t *v = meta_end
-    cdef const uint8_t *value_at
     p = meta
     for i in range(count):
         entry = p
         kc_scan_meta(&p, meta_end, has_attributes, strict, &r)
-        body = (p - entry) + max(r.value_len, 0)
-        o += kc_write_varint(o, <int32_t>body)
+        o += kc_write_varint(o, <int32_t>((p - entry) + max(r.value_len, 0)))
         # the entry up to its value length, the value, then the header count and headers
-        value_at = _after_value_length(entry, has_attributes)
-        memcpy(o, entry, value_at - entry)
-        o += value_at - entry
+        memcpy(o, entry, r.value - entry)
+        o += r.value - entry
         if r.value_len > 0:
             memcpy(o, v, r.value_len)
             o += r.value_len
             v += r.value_len
-        memcpy(o, value_at, p - value_at)
-        o += p - value_at
+        memcpy(o, r.value, p - r.value)
+        o += p - r.value
     return out
-
-
-cdef inline const uint8_t *_skip_varint(const uint8_t *p) noexcept:
-    while p[0] & 0x80:
-        p += 1
-    return p + 1
-
-
-cdef const uint8_t *_after_value_length(const uint8_t *entry, bint has_attributes) noexcept:
-    """Past [attributes] timestampDelta offsetDelta key valueLength of a checked entry."""
-    cdef const uint8_t *p = entry + has_attributes
-    p = _skip_varint(p)                  # timestampDelta
-    p = _skip_varint(p)                  # offsetDelta
-    cdef int32_t key_len
-    kc_read_varint(p, p + 5, &key_len, 0)
-    p = _skip_varint(p)
-    if key_len > 0:
-        p += key_len
-    return _skip_varint(p)               # valueLength
 
 
 def scan_metadata(region, int32_t count, bint has_attributes, bint strict,

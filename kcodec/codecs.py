@@ -52,10 +52,6 @@ def get_max_decompressed_size() -> int:
     return _max_decompressed_size
 
 
-def _limit_error(limit: int) -> DecompressionLimitError:
-    return DecompressionLimitError(f"decompressed data would exceed the limit of {limit} bytes")
-
-
 def _level(codec: Compression, level: int | None) -> int:
     if level is None or (codec == Compression.GZIP and level == -1):
         return DEFAULT_LEVELS[codec]
@@ -112,7 +108,7 @@ def _gzip_decompress_zlib(data: memoryview, limit: int, sink: ScratchBuffer) -> 
             except zlib.error as exc:
                 raise CompressionError(f"corrupt gzip data: {exc}") from None
             if len(sink) + len(chunk) > limit:
-                raise _limit_error(limit)
+                raise DecompressionLimitError.exceeding(limit)
             sink.write(chunk)
             if member.eof:
                 rest = member.unused_data
@@ -158,7 +154,7 @@ def _zstd_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
                     return
                 sink.commit(got)
                 if len(sink) > limit:
-                    raise _limit_error(limit)
+                    raise DecompressionLimitError.exceeding(limit)
     except zstandard.ZstdError as exc:
         raise CompressionError(f"corrupt zstd data: {exc}") from None
 
@@ -310,7 +306,7 @@ def decompress_builtin_into(kind: Compression, view: memoryview, limit: int,
     """Decompress with one of Kafka's own codecs (ids 0-4) into ``sink``."""
     if kind == Compression.NONE:
         if len(view) > limit:
-            raise _limit_error(limit)
+            raise DecompressionLimitError.exceeding(limit)
         sink.write(view)
     elif kind == Compression.GZIP:
         _gzip_decompress(view, limit, sink)

@@ -115,6 +115,10 @@ class CompressionError(KcodecError):
 class DecompressionLimitError(RecordTooLargeError):
     """Decompressing would produce more than the allowed maximum size."""
 
+    @classmethod
+    def exceeding(cls, limit: int) -> DecompressionLimitError:
+        return cls(f"decompressed data would exceed the limit of {limit} bytes")
+
 
 class NotSupportedError(KcodecError):
     """Valid Kafka data that this version of kcodec does not handle yet."""

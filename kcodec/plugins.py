@@ -95,16 +95,12 @@ class Sink:
 
     def write(self, data: Any) -> None:
         if len(self._buffer) + len(memoryview(data).cast("B")) > self.limit:
-            raise _limit_error(self.limit)
+            raise DecompressionLimitError.exceeding(self.limit)
         self._buffer.write(data)
 
     def _check(self) -> None:
         if len(self._buffer) > self.limit:
-            raise _limit_error(self.limit)
-
-
-def _limit_error(limit: int) -> DecompressionLimitError:
-    return DecompressionLimitError(f"decompressed data would exceed the limit of {limit} bytes")
+            raise DecompressionLimitError.exceeding(self.limit)
 
 
 _NO_LIMIT = (1 << 63) - 1
@@ -232,10 +228,10 @@ def decompress_into(name: str, data: memoryview, limit: int, sink: ScratchBuffer
     else:
         out = memoryview(_call(name, codec.decompress, data, limit)).cast("B")
         if len(out) > limit:
-            raise _limit_error(limit)
+            raise DecompressionLimitError.exceeding(limit)
         sink.write(out)
     if len(sink) > limit:
-        raise _limit_error(limit)
+        raise DecompressionLimitError.exceeding(limit)
 
 
 def check_level(name: str, codec: PluggableCodec, level: int | None) -> None:
