@@ -242,19 +242,26 @@ static inline int binary_put(binary_cursor *b, const uint8_t *p, int32_t n)
         (cursor) += sizeof(type);                           \
     } while (0)
 
-int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
-                      int32_t count, const uint8_t **err_at)
+#if defined(_MSC_VER)
+#define KC_ALWAYS_INLINE __forceinline
+#else
+#define KC_ALWAYS_INLINE inline __attribute__((always_inline))
+#endif
+
+/* The loop of kc_decode_records, inlined once per record layout so that the record
+ * scanner is specialised (has_attributes and meta_only are constants in each copy). */
+static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
+                                        const uint8_t *p, const uint8_t *end, int32_t count,
+                                        const uint8_t **err_at, const int has_attributes,
+                                        const int meta_only)
 {
-    if (count <= 0)
-        return KC_OK;
     if (reserve_records(c, (size_t)count) < 0)
         return KC_ERR_MEMORY;
     const unsigned w = c->want;
     const int want_offset = w & KC_COL_OFFSET, want_timestamp = w & KC_COL_TIMESTAMP,
               want_key = w & KC_COL_KEY, want_value = w & KC_COL_VALUE,
               want_headers = w & KC_COL_HEADERS, want_batch = w & KC_COL_BATCH;
-    const int log_append = b->timestamp_type == 1, strict = b->strict,
-              has_attributes = b->has_attributes, meta_only = b->meta_only;
+    const int log_append = b->timestamp_type == 1, strict = b->strict;
     const int64_t base_offset = b->base_offset, base_timestamp = b->base_timestamp,
                   max_timestamp = b->max_timestamp, offset_lo = b->offset_lo,
                   offset_hi = b->offset_hi, timestamp_lo = b->timestamp_lo,
@@ -325,6 +332,18 @@ done:
         put_batch_columns(c, b, kept);
     c->n += kept;
     return status;
+}
+
+int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
+                      int32_t count, const uint8_t **err_at)
+{
+    if (count <= 0)
+        return KC_OK;
+    if (b->meta_only)
+        return decode_loop(c, b, p, end, count, err_at, b->has_attributes, 1);
+    if (b->has_attributes)
+        return decode_loop(c, b, p, end, count, err_at, 1, 0);
+    return decode_loop(c, b, p, end, count, err_at, 0, 0);
 }
 
 int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
