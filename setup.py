@@ -1,6 +1,8 @@
 """Build of kcodec's compiled core: Cython modules over the C sources in csrc/.
 
-Set KCODEC_SANITIZE=1 to build with AddressSanitizer and UndefinedBehaviorSanitizer.
+Set KCODEC_SANITIZE=1 to build with AddressSanitizer and UndefinedBehaviorSanitizer (gcc or
+clang; undefined behaviour aborts). Python itself is not instrumented, so the runtime must
+be preloaded: see the README's Hardening section.
 """
 import os
 import sys
@@ -16,7 +18,8 @@ def compile_args() -> list[str]:
         return ["/O2"]
     args = ["-O3", "-std=c11", "-Wno-unused-function"]
     if os.environ.get("KCODEC_SANITIZE"):
-        args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
+        args += ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+                 "-fno-omit-frame-pointer", "-O1", "-g"]
     return args
 
 
@@ -55,5 +58,8 @@ setup(
         compiler_directives={"language_level": "3", "embedsignature": True},
         nthreads=os.cpu_count() or 1,
     ),
-    options={"build_ext": {"parallel": os.cpu_count() or 1}},
+    # A sanitizer build keeps its objects apart: setuptools reuses objects by date, not flags.
+    options={"build_ext": {"parallel": os.cpu_count() or 1},
+             "build": {"build_base": "build/sanitize" if os.environ.get("KCODEC_SANITIZE")
+                       else "build"}},
 )

@@ -334,11 +334,22 @@ done:
     return status;
 }
 
+/* The fewest bytes one record takes in any layout: timestampDelta, offsetDelta, keyLength,
+ * valueLength and headerCount, one byte each at least (ordinary records add their length
+ * and attributes). */
+#define KC_MIN_RECORD_BYTES 5
+
 int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
                       int32_t count, const uint8_t **err_at)
 {
     if (count <= 0)
         return KC_OK;
+    /* The count comes from the data: columns are reserved for it only when the bytes could
+     * hold that many records, so a forged count cannot make a large allocation. */
+    if ((size_t)count > (size_t)(end - p) / KC_MIN_RECORD_BYTES) {
+        *err_at = end;
+        return KC_ERR_EOF;
+    }
     if (b->meta_only)
         return decode_loop(c, b, p, end, count, err_at, b->has_attributes, 1);
     if (b->has_attributes)

@@ -355,7 +355,7 @@ cdef class RecordBatch:
         cdef ScratchBuffer records = _decompress_section(
             codec, self.buffer[self.header_size:],
             None if self._max_decompressed_size < 0 else self._max_decompressed_size,
-            self.position + self.header_size)
+            self.position + self.header_size, self.magic)
         it._owner = records
         it._start = records.mem.data
         it._end = it._start + records.length
@@ -371,7 +371,7 @@ cdef class RecordBatch:
             region = _decompress_section(
                 codec, region,
                 None if self._max_decompressed_size < 0 else self._max_decompressed_size,
-                self.position + self.header_size).tobytes()
+                self.position + self.header_size, 3).tobytes()
         try:
             records = _from_headers_first(region, self.record_count, self._record_attributes,
                                           self._strict)

@@ -11,7 +11,7 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport INT32_MAX, INT64_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from kcodec._crc32c cimport crc32_update, crc32c_update
@@ -273,7 +273,7 @@ cdef class BatchBuilder:
             self._attributes |= ATTR_DELETE_HORIZON
             self._base_timestamp = delete_horizon_ms
         self._base_offset = base_offset
-        self._last_offset = base_offset - 1
+        self._last_offset = base_offset  # meaningful once a record is appended
         self._leader_epoch = partition_leader_epoch
         self._producer_id = producer_id
         self._producer_epoch = producer_epoch
@@ -308,7 +308,7 @@ cdef class BatchBuilder:
 
     @property
     def next_offset(self):
-        return self._last_offset + 1
+        return self._base_offset if self._count == 0 else <object>self._last_offset + 1
 
     def append(self, value, key=None, timestamp=None, headers=(), offset=None):
         """Append a record and return its offset.
@@ -380,11 +380,21 @@ cdef class BatchBuilder:
         cdef int64_t ts = _now_ms() if timestamp is None else timestamp
         if ts < 0 and ts != -1:
             raise ValueError(f"Invalid negative timestamp {ts}")
-        cdef int64_t off = self._last_offset + 1 if offset is None else offset
-        if off <= self._last_offset:
+        cdef int64_t off
+        if offset is not None:
+            off = offset
+        elif self._count == 0:
+            off = self._base_offset
+        elif self._last_offset == INT64_MAX:
+            raise ValueError(f"no offset follows {INT64_MAX}")
+        else:
+            off = self._last_offset + 1
+        if off < self._base_offset:
+            raise ValueError(f"offset {off} is below the base offset {self._base_offset}")
+        if self._count and off <= self._last_offset:
             raise ValueError(f"Illegal offset {off} following previous offset {self._last_offset} "
                              "(offsets must increase)")
-        if off - self._base_offset > INT32_MAX:
+        if <uint64_t>off - <uint64_t>self._base_offset > INT32_MAX:  # off >= base: exact
             raise ValueError(f"offset {off} is too far from base offset {self._base_offset}")
         if self._count == INT32_MAX:
             raise RecordTooLargeError("a batch holds at most 2147483647 records")

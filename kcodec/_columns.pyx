@@ -315,7 +315,8 @@ cdef int _queue_v2(_Run run, object batch, unsigned want, bint strict, bint vali
     elif task.info.compression and count:
         try:
             records = decompress_section(task.info.compression, whole[header:],
-                                         max_decompressed_size, batch.position + header)
+                                         max_decompressed_size, batch.position + header,
+                                         batch.magic)
         except KcodecError:
             if validate_crc:
                 batch.ensure_valid()   # a damaged batch says so before its codec does
@@ -343,7 +344,7 @@ cdef object _headers_first_region(_Task *task, object batch, unsigned want, bint
         if want & KC_COL_VALUE:
             if codec:
                 section = decompress_section(codec, section, max_decompressed_size,
-                                             batch.position + header).tobytes()
+                                             batch.position + header, 3).tobytes()
             region = from_headers_first(section, task.count, task.info.has_attributes,
                                         task.info.strict)
         else:
@@ -432,11 +433,16 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
     if kc_columns_init(&chunk.c, want) < 0:
         raise MemoryError()
     cdef size_t records = 0, key_bytes, value_bytes, region_bytes = 0
+    cdef Py_ssize_t section
     for entry in entries:
         if type(entry) is RecordBatch:
-            records += max(entry.record_count, 0)
+            # counts come from the data: reserve for no more records than the bytes can
+            # hold (at least 5 each uncompressed; compressed, 1 a byte, growing later)
+            section = max(entry.size - entry.header_size, 0)
+            records += min(max(entry.record_count, 0),
+                           section if entry.compression_id else section // 5)
             if not entry.compression_id:
-                region_bytes += entry.size - entry.header_size
+                region_bytes += section
         else:
             records += 1
     _adopt_spares(&chunk.c, records)

@@ -85,9 +85,11 @@ def lz4_header_checksum(descriptor, int magic):
 cdef Py_ssize_t _lz4_block(const uint8_t *block, Py_ssize_t size, Py_ssize_t bound,
                            ScratchBuffer sink) except -2:
     """Decompress one block into the next ``bound`` bytes of sink: its size, or -1 when it
-    does not fit or is corrupt."""
+    does not fit or is corrupt. ``output_len`` must be given: without it cramjam first reads
+    the block as one with a 4-byte size prefix, and a block that happens to decode that way
+    (its bytes 2 and 3 zero, say) decodes to the wrong bytes."""
     try:
-        return _lz4_block_into(_view(block, size), _window(sink, bound))
+        return _lz4_block_into(_view(block, size), _window(sink, bound), output_len=bound)
     except _DecompressionError:
         return -1
 
@@ -174,6 +176,10 @@ cdef int _snappy_block(const uint8_t *block, Py_ssize_t size, Py_ssize_t limit,
         expected = _snappy_raw_len(source)
     except Exception as exc:
         raise CompressionError(f"corrupt snappy block: {exc}") from None
+    # No snappy element gives more than 64 bytes for 3 (a copy with a 2-byte offset): a
+    # block stating more than that is corrupt, and no window is reserved for it.
+    if expected > 22 * size:
+        raise CompressionError(f"corrupt snappy block: {expected} bytes stated for {size}")
     if sink.length + expected > limit:
         raise DecompressionLimitError.exceeding(limit)
     try:

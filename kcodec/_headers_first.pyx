@@ -86,8 +86,8 @@ cdef inline const uint8_t *_skip_varint(const uint8_t *p) noexcept:
 
 
 def to_headers_first(records, int32_t count, bint has_attributes):
-    """The headers-first region holding ``count`` ordinary records (as the builder wrote
-    them, so already checked)."""
+    """The headers-first region holding the first ``count`` ordinary records of
+    ``records`` (each checked on the first pass; the second relies on it)."""
     cdef const uint8_t[::1] view = records
     cdef const uint8_t *start = &view[0] if view.shape[0] else NULL
     cdef const uint8_t *end = start + view.shape[0]
@@ -96,10 +96,13 @@ def to_headers_first(records, int32_t count, bint has_attributes):
     cdef const uint8_t *body
     cdef kc_record r
     cdef Py_ssize_t meta = 0, values = 0
+    cdef kc_status status
     cdef int32_t i
     for i in range(count):
         record = p
-        kc_scan_record(&p, end, has_attributes, 0, &r)
+        status = kc_scan_record(&p, end, has_attributes, 0, &r)
+        if status != KC_OK:
+            raise _error(status, p - start)
         meta += r.end - _skip_varint(record)
         if r.value != NULL:
             values += r.value_len
@@ -158,10 +161,10 @@ def meta_prefix(int codec, section, max_decompressed_size=None):
     """metaLength and the meta block of a headers-first records section: of a compressed
     one, only as much as must be decompressed for them."""
     region = section if not codec else decompress_prefix(codec, section, 16,
-                                                         max_decompressed_size)
+                                                         max_decompressed_size, 3)
     bounds = meta_bounds(region)
     if codec and bounds is not None and bounds[1] > len(region):
-        region = decompress_prefix(codec, section, bounds[1], max_decompressed_size)
+        region = decompress_prefix(codec, section, bounds[1], max_decompressed_size, 3)
     if bounds is None or bounds[1] > len(region):
         raise InvalidRecordError("the headers-first meta block runs past the records")
     return region[:bounds[1]]

@@ -5,6 +5,7 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 
 
 @cython.final
+@cython.no_gc_clear  # see __dealloc__
 cdef class InputBuffer:
     def __cinit__(self, obj):
         PyObject_GetBuffer(obj, &self.view, PyBUF_SIMPLE)
@@ -13,6 +14,9 @@ cdef class InputBuffer:
         self.obj = obj
 
     def __dealloc__(self):
+        # Releases the export. The garbage collector must not clear view.obj first (as
+        # Cython's generated tp_clear would): the exporter would then be freed with an
+        # export still counted (bytearray: "deallocated ... has exported buffers").
         PyBuffer_Release(&self.view)
 
 

@@ -172,18 +172,22 @@ def _zstd_decompressor() -> zstandard.ZstdDecompressor:
 
 # ---- public entry points --------------------------------------------------------------------
 
+def _check_magic(codec: Compression, magic: int) -> None:
+    if codec == Compression.ZSTD and magic < 2:
+        raise UnsupportedCompressionTypeError(
+            f"zstd needs magic 2 or newer (KIP-110), not magic {magic}")
+    if codec == Compression.PLUGGABLE and magic != 2:
+        raise UnsupportedCompressionTypeError(
+            f"pluggable compression needs magic 2, not magic {magic}")
+
+
 def _check_codec(codec: Compression | int | str, magic: int, plugin: str | None) -> Compression:
     try:
         parsed = Compression.parse(codec)
     except ValueError:
         raise UnsupportedCompressionTypeError(f"Unknown compression type {codec!r}") from None
-    if parsed == Compression.ZSTD and magic < 2:
-        raise UnsupportedCompressionTypeError(
-            f"zstd needs magic 2 or newer (KIP-110), not magic {magic}")
+    _check_magic(parsed, magic)
     if parsed == Compression.PLUGGABLE:
-        if magic != 2:
-            raise UnsupportedCompressionTypeError(
-                f"pluggable compression needs magic 2, not magic {magic}")
         if plugin is None:
             raise ValueError("pluggable compression needs a plugin name")
     elif plugin is not None:
@@ -253,12 +257,13 @@ def decompress_to_scratch(codec: Compression | int | str, data: Any, magic: int 
 
 
 def decompress_section(codec: int, section: memoryview, max_size: int | None,
-                       position: int) -> ScratchBuffer:
+                       position: int, magic: int = 2) -> ScratchBuffer:
     """The records of a v2 batch's records section (its bytes from offset 61, found at
     ``position`` in the input), decompressed; for codec 5 the section starts with the
-    plugin's name. Errors without a position of their own get ``position``."""
+    plugin's name (magic 2 only). Errors without a position of their own get ``position``."""
     try:
         if codec == Compression.PLUGGABLE:
+            _check_magic(Compression.PLUGGABLE, magic)
             name, stream = plugins.split_section(section, position)
             return decompress_to_scratch(codec, stream, 2, max_size, plugin=name)
         return decompress_to_scratch(codec, section, 2, max_size)
@@ -269,11 +274,11 @@ def decompress_section(codec: int, section: memoryview, max_size: int | None,
 
 
 def decompress_prefix(codec: Compression | int | str, data: Any, want: int,
-                      max_size: int | None = None) -> bytes:
+                      max_size: int | None = None, magic: int = 2) -> bytes:
     """At least the first ``want`` bytes ``data`` decompresses to (all of them when there
     are fewer; snappy and lz4 stop after the block that holds byte ``want``), within
-    ``max_size`` as always."""
-    kind = _check_codec(codec, 2, None)
+    ``max_size`` as always. Built-in codecs only."""
+    kind = _check_codec(codec, magic, None)
     view = memoryview(data).cast("B")
     limit = _max_decompressed_size if max_size is None else max_size
     if kind in (Compression.SNAPPY, Compression.LZ4):

@@ -20,7 +20,12 @@ from kcodec._builder import BatchBuilder, empty_batch
 from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
 from kcodec.constants import Compression, TimestampType
-from kcodec.errors import InvalidRecordError, KcodecError, UnsupportedCompressionTypeError
+from kcodec.errors import (
+    InvalidRecordError,
+    InvalidTimestampError,
+    KcodecError,
+    UnsupportedCompressionTypeError,
+)
 
 OnLoss = Literal["warn", "raise", "ignore"]
 Entry = RecordBatch | LegacyBatch
@@ -159,7 +164,7 @@ def _convert_group(group: Sequence[Entry], magic: int, target: _Target,
     first = group[0]
     rep.batches_in += len(group)
     level = target.level
-    codec = Compression(first.compression_id) if target.codec is None else target.codec
+    codec = first.compression if target.codec is None else target.codec
     plugin = target.plugin
     if codec == Compression.PLUGGABLE and plugin is None:
         plugin = first.plugin_name if isinstance(first, RecordBatch) else None
@@ -215,7 +220,27 @@ def _from_v2(batch: RecordBatch, magic: int, codec: Compression, level: int | No
         rep.records_with_timestamps_dropped += sum(1 for r in records if r.timestamp != -1)
     ts_type = (TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else batch.timestamp_type)
     return _legacy_entries(records, magic, codec, level, ts_type,
-                           batch.max_timestamp if log_append else None, rep)
+                           batch.max_timestamp if log_append else None, rep, batch.position)
+
+
+def check_writable(records: Sequence[Record], position: int, *, offsets: bool = True,
+                   timestamps: bool = True, legacy: bool = False,
+                   base_offset: int | None = None) -> None:
+    """Refuse records a builder cannot write again, as Kafka's MemoryRecordsBuilder does:
+    offsets that do not increase from ``base_offset`` (a reader accepts any deltas),
+    timestamps below -1 and, for legacy messages, negative offsets."""
+    previous = None if base_offset is None else base_offset - 1
+    for record in records:
+        if offsets and previous is not None and record.offset <= previous:
+            raise InvalidRecordError(f"offset {record.offset} follows offset {previous}: "
+                                     "offsets must increase", position=position)
+        if timestamps and record.timestamp < -1:
+            raise InvalidTimestampError(f"Invalid negative timestamp {record.timestamp}",
+                                        position=position)
+        previous = record.offset
+    if legacy and records and records[0].offset < 0:
+        raise InvalidRecordError("legacy messages cannot hold a negative offset",
+                                 position=position)
 
 
 def rebuild(batch: RecordBatch, magic: int, codec: Compression, level: int | None = None,
@@ -232,7 +257,9 @@ def rebuild(batch: RecordBatch, magic: int, codec: Compression, level: int | Non
         log_append_time=batch.max_timestamp if log_append else None,
         delete_horizon_ms=batch.delete_horizon_ms,
         max_timestamp=None if log_append else batch.max_timestamp)
-    for r in batch.records() if records is None else records:
+    records = batch.records() if records is None else records
+    check_writable(records, batch.position, base_offset=batch.base_offset)
+    for r in records:
         if batch.is_control:
             builder.append_control_record(r.key, r.value, timestamp=r.timestamp,
                                           offset=r.offset)
@@ -244,8 +271,9 @@ def rebuild(batch: RecordBatch, magic: int, codec: Compression, level: int | Non
 
 def _legacy_entries(records: Sequence[Record], magic: int, codec: Compression,
                     level: int | None, ts_type: TimestampType, log_append_time: int | None,
-                    rep: ConversionReport) -> bytes:
+                    rep: ConversionReport, position: int) -> bytes:
     """One wrapper holding all records, or one message per record when uncompressed."""
+    check_writable(records, position, legacy=True, timestamps=magic > 0)
     def builder() -> BatchBuilder:
         return BatchBuilder(magic=magic, compression=codec, level=level,
                             base_offset=records[0].offset, timestamp_type=ts_type,
@@ -279,7 +307,8 @@ def _from_legacy(group: Sequence[Entry], records: list[Record], magic: int,
         ts_type = TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else (
             first.timestamp_type if first.magic == 1 else TimestampType.CREATE_TIME)
         return _legacy_entries(records, magic, codec, level, ts_type,
-                               first.timestamp if log_append else None, rep)
+                               first.timestamp if log_append else None, rep, first.position)
+    check_writable(records, first.position)
     out = bytearray()
     start = 0
     while start < len(records):

@@ -98,7 +98,7 @@ def measure_batch(batch: RecordBatch) -> Savings:
         size2, size3 = len(empty[0]), len(empty[1])
         return Savings(1, 0, size2, size3, size2, size3, size2 - size3)
     records = batch.records()
-    codec = Compression(batch.compression_id)
+    codec = batch.compression
     if codec == Compression.PLUGGABLE:  # magic 3 carries no plugin: compared uncompressed
         codec = Compression.NONE
     plain = [rebuild(batch, magic, Compression.NONE, records=records) for magic in (2, 3)]

@@ -22,6 +22,7 @@ from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
 from kcodec.config import TopicConfig
 from kcodec.constants import Compression, TimestampType
+from kcodec.convert import check_writable
 from kcodec.errors import (
     InvalidRecordError,
     InvalidTimestampError,
@@ -79,7 +80,7 @@ def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, 
     source = Compression.NONE
     for entry in entries:
         if entry.compression_id != Compression.NONE:
-            source = Compression(entry.compression_id)
+            source = entry.compression
     if (first.magic >= 2 or source != Compression.NONE) and len(entries) > 1:
         raise InvalidRecordError("Compressed outer record has more than one batch")
     target = topic.target_codec(source)
@@ -236,6 +237,7 @@ def _rebuild(first: Entry, records: Sequence[Record], next_offset: int, topic: T
     builder = BatchBuilder(magic=topic.magic, compression=codec, level=topic.level(codec),
                            base_offset=next_offset, timestamp_type=ts_type,
                            log_append_time=now if log_append and topic.magic else None, **options)
+    check_writable(records, first.position, offsets=False, timestamps=topic.magic > 0)
     for i, record in enumerate(records):
         builder.append(record.value, key=record.key,
                        timestamp=record.timestamp if topic.magic else -1,

@@ -30,6 +30,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(skip)
 
 
+#: Measurements tests record (``record_property``) and the summary prints, by section.
+SUMMARY_SECTIONS = {"fuzz": "fuzzing", "memory": "resident memory"}
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The fuzz runs' counts (tests/fuzz/test_fuzz.py) and the resident memory measured
+    around the long runs (tests/test_stability.py)."""
+    reports = terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", [])
+    for key, title in SUMMARY_SECTIONS.items():
+        lines = [str(value) for report in reports
+                 for name, value in report.user_properties if name == key]
+        if lines:
+            terminalreporter.section(title)
+            for line in lines:
+                terminalreporter.write_line(line)
+
+
 def pytest_report_header() -> list[str]:
     return [
         f"kcodec {kcodec.__version__} from {Path(kcodec.__file__).parent}",
@@ -74,6 +91,14 @@ def load_java_results() -> dict[str, str]:
 
 VECTORS = load_vectors()
 JAVA_RESULTS = load_java_results()
+
+
+@pytest.fixture(scope="session")
+def shared_root() -> Path | None:
+    """The shared/ directory, or None when it is absent (and not required)."""
+    if not SHARED.exists() and os.environ.get("KCODEC_REQUIRE_SHARED"):
+        raise FileNotFoundError(f"{SHARED} is missing (KCODEC_REQUIRE_SHARED is set)")
+    return SHARED if SHARED.exists() else None
 
 
 @pytest.fixture(scope="session")

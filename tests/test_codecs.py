@@ -160,6 +160,17 @@ def test_lz4_incompressible_blocks_are_stored() -> None:
     assert C.decompress("lz4", packed) == noise
 
 
+def test_lz4_block_that_also_parses_as_size_prefixed() -> None:
+    """A block whose first four bytes read as a small little-endian size (here 687) decodes
+    to other bytes when taken as size-prefixed; it must decode as the plain block it is."""
+    import lz4.frame
+    data = bytes.fromhex("020000fb020000000019") + b"\x19" * 30 + bytes(8)
+    packed = C.compress("lz4", data)
+    assert packed[11:15] == bytes.fromhex("af020000")
+    assert lz4.frame.decompress(packed) == data
+    assert C.decompress("lz4", packed) == data
+
+
 def test_lz4_reads_python_lz4_frames() -> None:
     import lz4.frame
     for checksums in (False, True):

@@ -1,0 +1,47 @@
+"""Fuzz kcodec: ``python tests/fuzz/fuzz.py TARGET [libFuzzer options] CORPUS [SEEDS...]``
+runs one target under atheris (libFuzzer) with kcodec's Python modules instrumented for
+coverage (the compiled core is not: atheris's wheels bring no clang runtime);
+``--seeds DIR [SHARED]`` writes the seed corpora; ``--replay TARGET PATH...`` runs every
+input in the files or folders once, without atheris (as under a sanitizer build)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def replay(target: str, paths: list[Path]) -> None:
+    from fuzz_targets import TARGETS
+    files = [f for p in paths for f in (sorted(p.iterdir()) if p.is_dir() else [p])]
+    for path in files:
+        try:
+            TARGETS[target](path.read_bytes())
+        except BaseException:
+            print(f"{target}: {path} failed", file=sys.stderr)
+            raise
+    print(f"{target}: {len(files)} inputs replayed, 0 failures")
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) >= 2 and argv[1] == "--seeds":
+        from fuzz_seeds import write_seeds
+        shared = Path(argv[3]) if len(argv) > 3 else None
+        for target, folder in write_seeds(Path(argv[2]), shared).items():
+            print(f"{target}: {sum(1 for _ in folder.iterdir())} seeds in {folder}")
+        return
+    if len(argv) >= 3 and argv[1] == "--replay":
+        replay(argv[2], [Path(p) for p in argv[3:]])
+        return
+    import atheris
+    with atheris.instrument_imports(include=["kcodec"]):
+        from fuzz_targets import TARGETS
+
+        import kcodec  # noqa: F401
+    if len(argv) < 2 or argv[1] not in TARGETS:
+        sys.exit(f"usage: fuzz.py {{{','.join(TARGETS)}}} [libFuzzer options] CORPUS...")
+    atheris.Setup([argv[0], *argv[2:]], TARGETS[argv[1]])
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

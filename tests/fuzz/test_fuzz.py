@@ -1,0 +1,80 @@
+"""Fuzzing in the suite: the regression corpus (inputs that once found bugs) replayed, and
+a bounded atheris run of every target (``KCODEC_FUZZ_SECONDS`` each, default 8) whose
+counts the test summary prints. ``KCODEC_FUZZ_CORPUS=DIR`` keeps the corpora the runs grow
+in ``DIR/<target>`` (and starts from them next time)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+import fuzz_targets  # noqa: E402
+from fuzz_seeds import MAX_LEN, write_seeds  # noqa: E402
+
+CORPUS = HERE / "corpus"
+SECONDS = int(os.environ.get("KCODEC_FUZZ_SECONDS", "8"))
+
+
+def regression_inputs() -> list[tuple[str, Path]]:
+    return [(folder.name, path) for folder in sorted(CORPUS.iterdir())
+            for path in sorted(folder.iterdir())]
+
+
+@pytest.mark.parametrize(("target", "path"), regression_inputs(),
+                         ids=[f"{t}/{p.name}" for t, p in regression_inputs()])
+def test_regression_corpus(target: str, path: Path) -> None:
+    fuzz_targets.TARGETS[target](path.read_bytes())
+
+
+def test_every_regression_names_a_target() -> None:
+    assert {folder.name for folder in CORPUS.iterdir()} <= set(fuzz_targets.TARGETS)
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory: pytest.TempPathFactory, shared_root: Path | None) -> dict[str, Path]:
+    folders: dict[str, Path] = write_seeds(tmp_path_factory.mktemp("seeds"), shared_root)
+    return folders
+
+
+def _stat(pattern: str, text: str) -> str:
+    found = re.findall(pattern, text)
+    return found[-1] if found else "?"
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("target", list(fuzz_targets.TARGETS))
+def test_fuzz(target: str, seeds: dict[str, Path], tmp_path: Path,
+              record_property: object) -> None:
+    pytest.importorskip("atheris", reason="atheris has wheels for Linux x86_64 only")
+    kept = os.environ.get("KCODEC_FUZZ_CORPUS")
+    corpus = Path(kept) / target if kept else tmp_path / "corpus"
+    corpus.mkdir(parents=True, exist_ok=True)
+    regressions = [str(CORPUS / target)] if (CORPUS / target).exists() else []
+    command = [sys.executable, str(HERE / "fuzz.py"), target, f"-max_total_time={SECONDS}",
+               "-timeout=10", "-rss_limit_mb=2048", f"-max_len={MAX_LEN}",
+               "-print_final_stats=1", f"-artifact_prefix={tmp_path}/",
+               str(corpus), str(seeds[target]), *regressions]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=SECONDS + 300,
+                         cwd=tmp_path)
+    output = run.stdout + run.stderr
+    failure = output.find("=== Uncaught Python exception")
+    runs = _stat(r"stat::number_of_executed_units: (\d+)", output)
+    size = _stat(r"corp: (\d+)/", output)
+    rss = _stat(r"stat::peak_rss_mb: (\d+)", output)
+    found = sorted(tmp_path.glob("crash-*")) + sorted(tmp_path.glob("timeout-*")) + sorted(
+        tmp_path.glob("oom-*"))
+    assert callable(record_property)
+    record_property("fuzz", f"{target}: {runs} runs in {SECONDS} s, corpus {size} inputs, "
+                            f"peak RSS {rss} MB, {len(found)} failures")
+    assert run.returncode == 0 and not found, (
+        f"fuzz target {target} failed (exit {run.returncode}); keep the input in "
+        f"tests/fuzz/corpus/{target}/ once fixed\n{output[failure:][:4000] if failure >= 0 else output[-4000:]}\n" + "\n".join(
+            f"{p.name}: {base64.b64encode(p.read_bytes()).decode()}" for p in found))
