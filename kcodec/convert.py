@@ -28,6 +28,9 @@ from kcodec.errors import (
 )
 
 OnLoss = Literal["warn", "raise", "ignore"]
+#: A v2 batch's offsetDelta is an int32: offsets further apart (gaps left by compaction)
+#: go to separate batches.
+MAX_OFFSET_DELTA = (1 << 31) - 1
 Entry = RecordBatch | LegacyBatch
 
 
@@ -318,7 +321,9 @@ def _from_legacy(group: Sequence[Entry], records: list[Record], magic: int,
             timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
             log_append_time=max(r.timestamp for r in records) if log_append else None)
         end = start
-        while end < len(records) and (end == start or builder.size_in_bytes < max_batch_bytes):
+        while end < len(records) and (end == start or (
+                builder.size_in_bytes < max_batch_bytes
+                and records[end].offset - records[start].offset <= MAX_OFFSET_DELTA)):
             r = records[end]
             builder.append(r.value, key=r.key, timestamp=r.timestamp, offset=r.offset)
             end += 1

@@ -129,6 +129,33 @@ def test_plain_legacy_messages_group_into_v2_batches() -> None:
     assert content(out) == content(legacy)
 
 
+def test_offset_gaps_wider_than_a_batch_can_span_split_batches() -> None:
+    """Compaction can leave legacy messages 2**32 offsets apart; a v2 batch's offsetDelta
+    is an int32, so they go to separate batches."""
+    parts = []
+    for offset in (5, 6, 5 + 2**32, 2**40):
+        builder = kcodec.BatchBuilder(magic=1, base_offset=offset)
+        builder.append(b"v%d" % offset, timestamp=TS)
+        parts.append(builder.build())
+    legacy = b"".join(parts)
+    out = kcodec.convert(legacy, magic=2)
+    assert [b.base_offset for b in kcodec.read_batches(out)] == [5, 5 + 2**32, 2**40]
+    assert content(out) == content(legacy)
+
+
+def test_records_a_builder_cannot_write_are_refused_as_data() -> None:
+    """Offset deltas that go backwards read fine (as in Kafka) but cannot be written again:
+    conversion says so with INVALID_RECORD instead of a ValueError."""
+    data = bytearray(v2(n=2, base=10))
+    second = data.index(b"k1") - 2          # the second record's offsetDelta varint
+    assert data[second] == 2                # zigzag(1)
+    data[second] = 3                        # zigzag(-2): offset 8, below the base offset
+    data[17:21] = kcodec.crc32c(bytes(data[21:])).to_bytes(4, "big")
+    assert [r.offset for r in next(kcodec.read_batches(bytes(data)))] == [10, 8]
+    with pytest.raises(kcodec.errors.InvalidRecordError, match="offsets must increase"):
+        kcodec.convert(bytes(data), magic=2, compression="gzip")
+
+
 records_strategy = st.lists(
     st.tuples(st.one_of(st.none(), st.binary(max_size=30)), st.one_of(st.none(), st.binary(max_size=60)),
               st.integers(0, 2**41), st.integers(1, 3)), min_size=1, max_size=25)

@@ -66,9 +66,9 @@ def test_fuzz(target: str, seeds: dict[str, Path], tmp_path: Path,
                          cwd=tmp_path)
     output = run.stdout + run.stderr
     failure = output.find("=== Uncaught Python exception")
-    runs = _stat(r"stat::number_of_executed_units: (\d+)", output)
+    runs = _stat(r"stat::number_of_executed_units:\s+(\d+)", output)
     size = _stat(r"corp: (\d+)/", output)
-    rss = _stat(r"stat::peak_rss_mb: (\d+)", output)
+    rss = _stat(r"stat::peak_rss_mb:\s+(\d+)", output)
     found = sorted(tmp_path.glob("crash-*")) + sorted(tmp_path.glob("timeout-*")) + sorted(
         tmp_path.glob("oom-*"))
     assert callable(record_property)
