@@ -2,7 +2,8 @@
 
 Set KCODEC_SANITIZE=1 to build with AddressSanitizer and UndefinedBehaviorSanitizer (gcc or
 clang; undefined behaviour aborts). Python itself is not instrumented, so the runtime must
-be preloaded: see the README's Hardening section.
+be preloaded. KCODEC_FUZZ=1 (with CC=clang) adds libFuzzer's coverage instrumentation, for
+atheris to see the compiled code. See the README's Hardening section.
 """
 import os
 import sys
@@ -20,6 +21,8 @@ def compile_args() -> list[str]:
     if os.environ.get("KCODEC_SANITIZE"):
         args += ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
                  "-fno-omit-frame-pointer", "-O1", "-g"]
+    if os.environ.get("KCODEC_FUZZ"):
+        args += ["-fsanitize=fuzzer-no-link"]
     return args
 
 
@@ -27,6 +30,13 @@ def link_args() -> list[str]:
     if sys.platform != "win32" and os.environ.get("KCODEC_SANITIZE"):
         return ["-fsanitize=address,undefined"]
     return []
+
+
+def build_base() -> str:
+    """Instrumented builds keep their objects apart: setuptools reuses objects by date, not
+    by flags."""
+    variant = "-".join(v for v in ("fuzz", "sanitize") if os.environ.get(f"KCODEC_{v.upper()}"))
+    return f"build/{variant}" if variant else "build"
 
 
 def extension(name: str, *sources: str) -> Extension:
@@ -58,8 +68,6 @@ setup(
         compiler_directives={"language_level": "3", "embedsignature": True},
         nthreads=os.cpu_count() or 1,
     ),
-    # A sanitizer build keeps its objects apart: setuptools reuses objects by date, not flags.
     options={"build_ext": {"parallel": os.cpu_count() or 1},
-             "build": {"build_base": "build/sanitize" if os.environ.get("KCODEC_SANITIZE")
-                       else "build"}},
+             "build": {"build_base": build_base()}},
 )

@@ -230,13 +230,18 @@ def check_writable(records: Sequence[Record], position: int, *, offsets: bool = 
                    timestamps: bool = True, legacy: bool = False,
                    base_offset: int | None = None) -> None:
     """Refuse records a builder cannot write again, as Kafka's MemoryRecordsBuilder does:
-    offsets that do not increase from ``base_offset`` (a reader accepts any deltas),
+    offsets that do not increase from ``base_offset`` or lie more than an int32 above it
+    (a reader accepts any deltas, and wraps offsets around as Java does),
     timestamps below -1 and, for legacy messages, negative offsets."""
     previous = None if base_offset is None else base_offset - 1
     for record in records:
         if offsets and previous is not None and record.offset <= previous:
             raise InvalidRecordError(f"offset {record.offset} follows offset {previous}: "
                                      "offsets must increase", position=position)
+        if offsets and base_offset is not None and (
+                record.offset - base_offset > MAX_OFFSET_DELTA):
+            raise InvalidRecordError(f"offset {record.offset} is too far from base offset "
+                                     f"{base_offset}", position=position)
         if timestamps and record.timestamp < -1:
             raise InvalidTimestampError(f"Invalid negative timestamp {record.timestamp}",
                                         position=position)

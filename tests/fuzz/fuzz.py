@@ -1,12 +1,14 @@
 """Fuzz kcodec: ``python tests/fuzz/fuzz.py TARGET [libFuzzer options] CORPUS [SEEDS...]``
 runs one target under atheris (libFuzzer) with kcodec's Python modules instrumented for
-coverage (the compiled core is not: atheris's wheels bring no clang runtime);
+coverage, and its compiled core too when built with ``KCODEC_FUZZ=1 CC=clang``;
 ``--seeds DIR [SHARED]`` writes the seed corpora; ``--replay TARGET PATH...`` runs every
 input in the files or folders once, without atheris (as under a sanitizer build)."""
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -33,15 +35,24 @@ def main(argv: list[str]) -> None:
         replay(argv[2], [Path(p) for p in argv[3:]])
         return
     import atheris
-    with atheris.instrument_imports(include=["kcodec"]):
-        from fuzz_targets import TARGETS
+    chosen: list[Callable[[bytes], None]] = []
 
-        import kcodec  # noqa: F401
-    if len(argv) < 2 or argv[1] not in TARGETS:
-        sys.exit(f"usage: fuzz.py {{{','.join(TARGETS)}}} [libFuzzer options] CORPUS...")
-    atheris.Setup([argv[0], *argv[2:]], TARGETS[argv[1]])
+    def one_input(data: bytes) -> None:
+        if not chosen:  # kcodec is imported once libFuzzer is loaded (see below)
+            with atheris.instrument_imports(include=["kcodec"]):
+                from fuzz_targets import TARGETS
+            if argv[1] not in TARGETS:
+                print(f"usage: fuzz.py {{{','.join(TARGETS)}}} [libFuzzer options] CORPUS...",
+                      file=sys.stderr)
+                os._exit(2)
+            chosen.append(TARGETS[argv[1]])
+        chosen[0](data)
+
+    # atheris loads libFuzzer when fuzzing starts; with its symbols global, a build with
+    # KCODEC_FUZZ=1 links its coverage counters to them (a normal build uses none).
+    sys.setdlopenflags(sys.getdlopenflags() | os.RTLD_GLOBAL)
+    atheris.Setup([argv[0], *argv[2:]], one_input)
     atheris.Fuzz()
-
 
 if __name__ == "__main__":
     main(sys.argv)
