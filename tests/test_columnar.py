@@ -225,3 +225,30 @@ def _batch_of(base: int, count: int, value_size: int) -> bytes:
     for i in range(count):
         builder.append(bytes([i % 251]) * value_size, key=b"k%d" % i, timestamp=1000 + i)
     return builder.build()
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4"])
+def test_large_values_into_a_large_column(codec: str) -> None:
+    """Past 8 MiB of values, values of 512 bytes and more are copied with streaming stores
+    (whole cache lines only): sizes around the line length and every alignment land intact,
+    from one thread and two."""
+    sizes = [512, 513, 575, 576, 640, 1000, 1024, 4095, 4097, 511, 0, 77]
+    builder_values: list[bytes] = []
+    log = bytearray()
+    base = 0
+    while sum(map(len, builder_values)) < 12 << 20:
+        builder = kcodec.BatchBuilder(base_offset=base, compression=codec)
+        for i in range(200):
+            size = sizes[(base + i) % len(sizes)]
+            value = bytes((base + i + j) % 251 for j in range(size % 251)) * (size // 251 + 1)
+            builder.append(value[:size], key=b"k", timestamp=TS)
+            builder_values.append(value[:size])
+        log += builder.build()
+        base += 200
+    for threads in (1, 2):
+        cols = kcodec.decode_columns(bytes(log), columns=["value"], threads=threads)
+        offsets, data = cols["value_offsets"], cols["value_data"]
+        assert cols["count"] == len(builder_values)
+        assert data.tobytes() == b"".join(builder_values)
+        assert [int(offsets[i + 1] - offsets[i]) for i in range(len(builder_values))] == [
+            len(v) for v in builder_values]
