@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -251,11 +252,11 @@ for decode in (lambda: [list(e) for e in kcodec.read_batches(bytes(data))],
 """
 
 
-def test_forged_record_count_allocates_nothing_large() -> None:
+def test_forged_record_count_allocates_nothing_large(tmp_path: Path) -> None:
     """Under an address-space limit of 256 MiB more than the process has, a batch that
     claims 2**31 - 1 records is refused as data, never a MemoryError."""
     import subprocess
     run = subprocess.run([sys.executable, "-c", FORGED_COUNT], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, cwd=tmp_path)  # the installed kcodec, not the checkout's
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["InvalidRecordError", "70"] * 2, run.stdout
