@@ -43,9 +43,9 @@ def make_log(codec: str, value_size: int) -> bytes:
 
 def batch_payloads(data: bytes) -> list[tuple[Compression, memoryview, int]]:
     """(codec, compressed records section, its decompressed size) of every batch."""
-    return [(Compression(b.compression_id), b.buffer[61:],
-             len(codecs.decompress(b.compression_id, b.buffer[61:])))
-            for b in kcodec.read_batches(data)]
+    sections = [(b.compression, b.buffer[61:]) for b in kcodec.read_batches(data)]
+    return [(codec, section, len(codecs.decompress(codec, section)))
+            for codec, section in sections]
 
 
 def raw_decompress(payloads: list[tuple[Compression, memoryview, int]]) -> list[ScratchBuffer]:

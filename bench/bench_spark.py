@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import interleaved, print_table, sample_records  # noqa: E402
 
 import kcodec  # noqa: E402
+from kcodec.columnar import SPARK_COLUMNS  # noqa: E402
 from kcodec.segments import write_partition  # noqa: E402
 from kcodec.spark.source import SPARK_SCHEMA, Options, plan, read_slice  # noqa: E402
 
@@ -50,11 +51,10 @@ def write_replay(root: Path, target: Path) -> list[str]:
     """kafka-log's Arrow batches of every input partition under ``root``, one IPC file each."""
     import pyarrow as pa
     options = Options.parse({})
-    names = [column.split()[0] for column in SPARK_SCHEMA.split(", ")]
     target.mkdir()
     files = []
     for index, part in enumerate(plan([str(root)], options)):
-        batches = list(read_slice(part, options, names))
+        batches = list(read_slice(part, options, SPARK_COLUMNS))
         path = target / f"{index}.arrow"
         with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, batches[0].schema) as out:
             for batch in batches:
