@@ -1,9 +1,10 @@
 """Columnar decoding against kcodec's own row API and aiokafka's object reader.
 
 100 batches of 1000 records (16-byte keys, JSON-like values of 100 B or 1 KiB), per codec:
-records/s of decode_columns (numpy) and decode_arrow, with 1 and 2 threads; compressed,
-also against the codec library decompressing the same payloads into kept buffers of their
-exact size. Every reader checks CRCs.
+records/s of decode_columns (numpy) and decode_arrow (binary columns, and binary_view
+columns that point into the input), with 1 and 2 threads; compressed, also against the
+codec library decompressing the same payloads into kept buffers of their exact size. Every
+reader checks CRCs.
 
     python bench/bench_columnar.py [--rounds N] [--quick]
 """
@@ -105,6 +106,8 @@ def main() -> int:
             "columns x2": lambda: kcodec.decode_columns(data, threads=2),
             "arrow": lambda: kcodec.decode_arrow(data),
             "arrow x2": lambda: kcodec.decode_arrow(data, threads=2),
+            "arrow views": lambda: kcodec.decode_arrow(data, binary_view=True),
+            "arrow views x2": lambda: kcodec.decode_arrow(data, binary_view=True, threads=2),
             "rows": lambda: read_kcodec(data),
             "aiokafka": lambda: aiokafka_rows(parts),
         }
@@ -116,21 +119,23 @@ def main() -> int:
             ratio = None if name == "columns" else seconds / medians["columns"]
             rows_out.append((f"{codec} {size} B", name, seconds, ratio,
                              f"{total / seconds / 1e6:.1f} M rec/s"))
-        summary.append((codec, size, total / medians["columns"] / 1e6,
+        raw = medians.get("raw decompress")
+        summary.append((f"{codec} {size} B", total / medians["columns"] / 1e6,
+                        total / medians["arrow views"] / 1e6,
                         medians["aiokafka"] / medians["columns"],
                         medians["arrow"] / medians["arrow x2"],
+                        medians["arrow views"] / medians["arrow views x2"],
                         medians["columns"] / medians["columns x2"],
-                        (medians["columns"] / medians["raw decompress"] - 1)
-                        if "raw decompress" in medians else None))
+                        "" if raw is None else f"{medians['columns'] / raw - 1:+.0%}",
+                        "" if raw is None else f"{medians['arrow views'] / raw - 1:+.0%}"))
     print(f"kcodec {kcodec.__version__}: {BATCHES} batches x {PER_BATCH} records, "
           f"{rounds} interleaved rounds, medians ('kcodec is' = faster than columns by)")
     print_table("columnar decoding", rows_out)
-    print("\ncase           columns M rec/s  vs aiokafka  2 threads vs 1: arrow  columns"
-          "  over raw decompression")
-    for codec, size, rate, vs_aio, arrow_scaling, scaling, over in summary:
-        over_text = "" if over is None else f"{over:+.0%}"
-        print(f"{codec:<6} {size:>5} B {rate:>15.1f} {vs_aio:>11.1f}x {arrow_scaling:>20.2f}x "
-              f"{scaling:>7.2f}x {over_text:>22}")
+    print("\n                M rec/s:          vs       2 threads vs 1:         over raw:")
+    print("case            columns  views  aiokafka  arrow  views  columns  columns  views")
+    for case, rate, views, vs_aio, arrow2, views2, columns2, over, views_over in summary:
+        print(f"{case:<14} {rate:>8.1f} {views:>6.1f} {vs_aio:>8.1f}x {arrow2:>5.2f}x "
+              f"{views2:>5.2f}x {columns2:>7.2f}x {over:>8} {views_over:>6}")
     print(f"\nthis machine copies memory {copy_scaling(rounds):.2f}x faster with 2 threads than 1")
     return 0
 

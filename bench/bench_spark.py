@@ -1,6 +1,7 @@
 """The kafka-log data source against a plain Python UDF doing the same with kafka-python.
 
-A generated log directory (4 partitions of ~300 B JSON-like events, uncompressed and lz4)
+A generated log directory (4 partitions of 1 M ~300 B JSON-like events, a 327 MB segment
+each, uncompressed and lz4)
 is read on Spark's local mode two ways, each ending in the same aggregation (count, sum of
 value lengths, max offset), so every record is decoded: spark.read.format("kafka-log"), and
 an RDD of segment paths flat-mapped through kafka-python's MemoryRecords. Then the source
@@ -118,11 +119,11 @@ def summary(frame: Any) -> Any:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
-    records = 2_000 if args.quick else 250_000
+    records = 2_000 if args.quick else 1_000_000
     from kcodec.spark import local_session
     rows = []
     notes = []

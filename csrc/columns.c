@@ -58,8 +58,8 @@ void kc_columns_free(kc_columns *c)
 {
     kc_buf *all[] = {&c->offset, &c->timestamp, &c->timestamp_type, &c->key_offsets,
                      &c->key_data, &c->key_valid, &c->value_offsets, &c->value_data,
-                     &c->value_valid, &c->header_offsets, &c->header_key_offsets,
-                     &c->header_key_data, &c->header_value_offsets, &c->header_value_data,
+                     &c->value_valid, &c->key_views, &c->value_views, &c->header_offsets,
+                     &c->header_key_offsets, &c->header_key_data, &c->header_value_offsets, &c->header_value_data,
                      &c->header_value_valid, &c->magic, &c->compression, &c->producer_id,
                      &c->producer_epoch, &c->sequence, &c->is_transactional, &c->is_control};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
@@ -79,10 +79,13 @@ static int reserve_records(kc_columns *c, size_t records)
         r |= buf_reserve(&c->offset, 8 * records);
     if (w & KC_COL_TIMESTAMP)
         r |= buf_reserve(&c->timestamp, 8 * records) | buf_reserve(&c->timestamp_type, records);
+    kc_buf *keys = w & KC_COL_VIEWS ? &c->key_views : &c->key_offsets;
+    kc_buf *values = w & KC_COL_VIEWS ? &c->value_views : &c->value_offsets;
+    size_t per_value = w & KC_COL_VIEWS ? KC_VIEW_SIZE : 8;
     if (w & KC_COL_KEY)
-        r |= buf_reserve(&c->key_offsets, 8 * records) | buf_reserve(&c->key_valid, records);
+        r |= buf_reserve(keys, per_value * records) | buf_reserve(&c->key_valid, records);
     if (w & KC_COL_VALUE)
-        r |= buf_reserve(&c->value_offsets, 8 * records) | buf_reserve(&c->value_valid, records);
+        r |= buf_reserve(values, per_value * records) | buf_reserve(&c->value_valid, records);
     if (w & KC_COL_HEADERS)
         r |= buf_reserve(&c->header_offsets, 8 * records);
     if (w & KC_COL_BATCH)
@@ -122,6 +125,44 @@ static inline int put_span(kc_buf *offsets, kc_buf *data, kc_buf *valid, const u
     return 0;
 }
 
+/* Writes the view of n bytes at p (NULL: null) that lie `offset` bytes into data buffer
+ * `buffer` to d. Bytes a short value leaves unused are zero, as Arrow asks. */
+static inline void view_at(uint8_t *d, const uint8_t *p, int32_t n, int32_t buffer,
+                           int64_t offset)
+{
+    memset(d, 0, KC_VIEW_SIZE);
+    if (p == NULL)
+        return;
+    memcpy(d, &n, 4);
+    if (n <= KC_VIEW_INLINE) {
+        memcpy(d + 4, p, (size_t)n);
+        return;
+    }
+    int32_t at = (int32_t)offset;
+    memcpy(d + 4, p, 4);
+    memcpy(d + 8, &buffer, 4);
+    memcpy(d + 12, &at, 4);
+}
+
+/* Appends a view of a copy of the value (NULL: null) to a view column: short values are
+ * inlined, longer ones copied into `data`, data buffer 0. The views and validity columns
+ * already have room. */
+static int put_copied_view(kc_buf *views, kc_buf *data, kc_buf *valid, const uint8_t *p,
+                           int64_t n)
+{
+    int64_t at = (int64_t)data->len;
+    if (p != NULL && n > KC_VIEW_INLINE) {
+        if (n > INT32_MAX - at || buf_reserve(data, (size_t)n) < 0)
+            return -1;
+        memcpy(data->data + data->len, p, (size_t)n);
+        data->len += (size_t)n;
+    }
+    view_at(views->data + views->len, p, (int32_t)n, 0, at);
+    views->len += KC_VIEW_SIZE;
+    valid->data[valid->len++] = p != NULL;
+    return 0;
+}
+
 static inline int32_t increment_sequence(int32_t sequence, int32_t increment)
 {
     if (sequence > (int32_t)((uint32_t)INT32_MAX - (uint32_t)increment))
@@ -140,12 +181,22 @@ static int put_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int
         PUT(c->timestamp, int64_t, timestamp);
         PUT(c->timestamp_type, int8_t, b->timestamp_type);
     }
-    if ((w & KC_COL_KEY) &&
-        put_span(&c->key_offsets, &c->key_data, &c->key_valid, key, key_len) < 0)
-        return -1;
-    if ((w & KC_COL_VALUE) &&
-        put_span(&c->value_offsets, &c->value_data, &c->value_valid, value, value_len) < 0)
-        return -1;
+    if (w & KC_COL_VIEWS) {
+        if ((w & KC_COL_KEY) &&
+            put_copied_view(&c->key_views, &c->key_data, &c->key_valid, key, key_len) < 0)
+            return -1;
+        if ((w & KC_COL_VALUE) &&
+            put_copied_view(&c->value_views, &c->value_data, &c->value_valid, value,
+                            value_len) < 0)
+            return -1;
+    } else {
+        if ((w & KC_COL_KEY) &&
+            put_span(&c->key_offsets, &c->key_data, &c->key_valid, key, key_len) < 0)
+            return -1;
+        if ((w & KC_COL_VALUE) &&
+            put_span(&c->value_offsets, &c->value_data, &c->value_valid, value, value_len) < 0)
+            return -1;
+    }
     if (w & KC_COL_BATCH) {
         PUT(c->magic, int8_t, b->magic);
         PUT(c->compression, int8_t, b->compression);
@@ -284,6 +335,33 @@ static inline int binary_put(binary_cursor *b, const uint8_t *p, int32_t n)
     return 0;
 }
 
+/* A view column being appended to (KC_COL_VIEWS), its views and validity reserved for the
+ * whole batch. */
+typedef struct {
+    uint8_t *views;
+    uint8_t *valid;
+} view_cursor;
+
+static inline view_cursor view_open(kc_buf *views, kc_buf *valid)
+{
+    view_cursor v = {views->data + views->len, valid->data + valid->len};
+    return v;
+}
+
+static inline void view_close(view_cursor *v, kc_buf *views, kc_buf *valid)
+{
+    views->len = (size_t)(v->views - views->data);
+    valid->len = (size_t)(v->valid - valid->data);
+}
+
+static inline void view_put(view_cursor *v, const uint8_t *p, int32_t n,
+                            const kc_batch_info *b)
+{
+    view_at(v->views, p, n, b->view_buffer, p != NULL ? (int64_t)(p - b->view_base) : 0);
+    v->views += KC_VIEW_SIZE;
+    *v->valid++ = p != NULL;
+}
+
 #define PUT_AT(cursor, type, value)                         \
     do {                                                    \
         type put_value_ = (type)(value);                    \
@@ -309,7 +387,8 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
     const unsigned w = c->want;
     const int want_offset = w & KC_COL_OFFSET, want_timestamp = w & KC_COL_TIMESTAMP,
               want_key = w & KC_COL_KEY, want_value = w & KC_COL_VALUE,
-              want_headers = w & KC_COL_HEADERS, want_batch = w & KC_COL_BATCH;
+              want_headers = w & KC_COL_HEADERS, want_batch = w & KC_COL_BATCH,
+              views = w & KC_COL_VIEWS;
     const int log_append = b->timestamp_type == 1, strict = b->strict;
     const int64_t base_offset = b->base_offset, base_timestamp = b->base_timestamp,
                   max_timestamp = b->max_timestamp, offset_lo = b->offset_lo,
@@ -323,6 +402,8 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
     uint8_t *sequence_at = c->sequence.data + c->sequence.len;
     binary_cursor keys = binary_open(&c->key_offsets, &c->key_data, &c->key_valid);
     binary_cursor values = binary_open(&c->value_offsets, &c->value_data, &c->value_valid);
+    view_cursor key_views = view_open(&c->key_views, &c->key_valid);
+    view_cursor value_views = view_open(&c->value_views, &c->value_valid);
     int64_t kept = 0;
     int status = KC_OK;
     for (int32_t i = 0; i < count; i++) {
@@ -347,8 +428,13 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
             PUT_AT(timestamp_at, int64_t, timestamp);
             *timestamp_type_at++ = (uint8_t)b->timestamp_type;
         }
-        if ((want_key && binary_put(&keys, r.key, r.key_len) < 0) ||
-            (want_value && binary_put(&values, r.value, r.value_len) < 0)) {
+        if (views) {
+            if (want_key)
+                view_put(&key_views, r.key, r.key_len, b);
+            if (want_value)
+                view_put(&value_views, r.value, r.value_len, b);
+        } else if ((want_key && binary_put(&keys, r.key, r.key_len) < 0) ||
+                   (want_value && binary_put(&values, r.value, r.value_len) < 0)) {
             status = KC_ERR_MEMORY;
             goto done;
         }
@@ -375,8 +461,13 @@ done:
     c->timestamp_type.len = (size_t)(timestamp_type_at - c->timestamp_type.data);
     c->header_offsets.len = (size_t)(header_offsets_at - c->header_offsets.data);
     c->sequence.len = (size_t)(sequence_at - c->sequence.data);
-    binary_close(&keys, &c->key_offsets, &c->key_valid);
-    binary_close(&values, &c->value_offsets, &c->value_valid);
+    if (views) {
+        view_close(&key_views, &c->key_views, &c->key_valid);
+        view_close(&value_views, &c->value_views, &c->value_valid);
+    } else {
+        binary_close(&keys, &c->key_offsets, &c->key_valid);
+        binary_close(&values, &c->value_offsets, &c->value_valid);
+    }
     end_streaming();
     if (want_batch)
         put_batch_columns(c, b, kept);

@@ -6,6 +6,13 @@
  * batch-level filters; kc_decode_records() runs without the GIL over one batch's records
  * region. Offsets of variable-length columns are int64 (Arrow's large layout; narrowed
  * when converting), validity is a byte per value (1 valid, 0 null).
+ *
+ * With KC_COL_VIEWS, keys and values are written as Arrow binary views instead (16 bytes a
+ * value: its length and either the value itself, when it has at most 12 bytes, or its first
+ * 4 bytes, a data buffer index and an offset into that buffer). Views point into the
+ * batch's own records region (the caller keeps it alive and numbers it, see
+ * kc_batch_info.view_buffer); only values given by kc_append_record are copied, into
+ * key_data/value_data, which are data buffer 0.
  */
 #ifndef KCODEC_COLUMNS_H
 #define KCODEC_COLUMNS_H
@@ -28,7 +35,10 @@ enum {
     KC_COL_VALUE = 1 << 3,
     KC_COL_HEADERS = 1 << 4,
     KC_COL_BATCH = 1 << 5,   /* magic, compression, producer id/epoch, sequence, flags */
+    KC_COL_VIEWS = 1 << 6,   /* keys and values as binary views, not offsets + data */
 };
+
+enum { KC_VIEW_SIZE = 16, KC_VIEW_INLINE = 12 };
 
 typedef struct {
     unsigned want;
@@ -39,6 +49,7 @@ typedef struct {
     kc_buf timestamp_type;     /* int8 */
     kc_buf key_offsets, key_data, key_valid;
     kc_buf value_offsets, value_data, value_valid;
+    kc_buf key_views, value_views;   /* KC_COL_VIEWS: KC_VIEW_SIZE bytes a record */
     kc_buf header_offsets;     /* int64 per record + 1: index into the header columns */
     kc_buf header_key_offsets, header_key_data;
     kc_buf header_value_offsets, header_value_data, header_value_valid;
@@ -67,6 +78,10 @@ typedef struct {
     int meta_only;             /* a headers-first meta block: no values (FORMAT.md §8.3) */
     int64_t offset_lo, offset_hi;        /* keep lo <= offset < hi */
     int64_t timestamp_lo, timestamp_hi;  /* keep lo <= timestamp < hi */
+    /* KC_COL_VIEWS: the data buffer the records region lies in, and where that buffer
+     * starts (the region ends within INT32_MAX bytes of it) */
+    int32_t view_buffer;
+    const uint8_t *view_base;
 } kc_batch_info;
 
 /* Makes room at once for `records` records with `key_bytes` of keys and `value_bytes` of
@@ -85,7 +100,8 @@ void kc_columns_free(kc_columns *c);
 int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
                       int32_t count, const uint8_t **err_at);
 
-/* Appends one record given field by field (legacy records, decoded by the row reader). */
+/* Appends one record given field by field (legacy records, decoded by the row reader).
+ * KC_ERR_MEMORY also when, with views, data buffer 0 would pass INT32_MAX bytes. */
 int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
                      const uint8_t *key, int64_t key_len, const uint8_t *value, int64_t value_len,
                      int32_t sequence);

@@ -15,4 +15,5 @@ def decode_chunk(
     timestamps: tuple[int, int] = ...,
     max_decompressed_size: int | None = None,
     validate_crc: bool = False,
+    views: bool = False,
 ) -> dict[str, Any]: ...

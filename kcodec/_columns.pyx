@@ -7,18 +7,19 @@ v2 record region with the GIL released, so several threads can decode at once.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, uint8_t, uint32_t
+from libc.stdint cimport INT32_MAX, INT64_MAX, INT64_MIN, int32_t, uint8_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OFFSET,
-                             KC_COL_TIMESTAMP, KC_COL_VALUE, KC_ERR_EOF, KC_ERR_MEMORY, KC_OK,
+                             KC_COL_TIMESTAMP, KC_COL_VALUE, KC_COL_VIEWS, KC_ERR_EOF,
+                             KC_ERR_MEMORY, KC_OK,
                              kc_append_record, kc_batch_info, kc_buf, kc_columns,
                              kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_decode_records)
 from kcodec._layout cimport ATTR_HEADERS_FIRST, ATTR_NO_RECORD_ATTRIBUTES
 from kcodec._crc32c cimport crc32c_update
-from kcodec._scratch cimport ScratchBuffer
+from kcodec._scratch cimport ScratchBuffer, scratch_release_spares
 
 import numpy
 
@@ -42,7 +43,7 @@ COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": 
 cdef enum:
     SPARES = 48
     SPARE_TOTAL_BYTES = 512 * 1024 * 1024
-    N_COLUMNS = 22
+    N_COLUMNS = 24
     KEY_DATA = 4     # their places in _buffers' order
     VALUE_DATA = 7
 
@@ -119,12 +120,13 @@ def pooled_empty(Py_ssize_t n, dtype):
 
 
 def release_spare_buffers():
-    """Free the column buffers kept for reuse; returns how many bytes that released."""
+    """Free the column and decompression buffers kept for reuse; returns how many bytes
+    that released."""
     cdef size_t released = _spare_bytes
     while _n_spares:
         free(_spare_data[_n_spares - 1])
         _remove_spare(_n_spares - 1)
-    return released
+    return released + scratch_release_spares()
 
 
 @cython.final
@@ -173,7 +175,11 @@ _COLUMNS = (
     ("compression", numpy.int8, KC_COL_BATCH), ("producer_id", numpy.int64, KC_COL_BATCH),
     ("producer_epoch", numpy.int16, KC_COL_BATCH), ("sequence", numpy.int32, KC_COL_BATCH),
     ("is_transactional", numpy.bool_, KC_COL_BATCH), ("is_control", numpy.bool_, KC_COL_BATCH),
+    ("key_views", numpy.uint8, KC_COL_KEY), ("value_views", numpy.uint8, KC_COL_VALUE),
 )
+# what each layout leaves out of the result
+_NOT_IN_VIEWS = frozenset(("key_offsets", "value_offsets"))
+_NOT_IN_BINARY = frozenset(("key_views", "value_views"))
 
 
 cdef void _buffers(kc_columns *c, kc_buf **out) noexcept:
@@ -184,7 +190,7 @@ cdef void _buffers(kc_columns *c, kc_buf **out) noexcept:
                &c.header_key_offsets, &c.header_key_data, &c.header_value_offsets,
                &c.header_value_data, &c.header_value_valid, &c.magic, &c.compression,
                &c.producer_id, &c.producer_epoch, &c.sequence, &c.is_transactional,
-               &c.is_control]
+               &c.is_control, &c.key_views, &c.value_views]
     cdef int i
     for i in range(N_COLUMNS):
         out[i] = all_[i]
@@ -196,7 +202,7 @@ cdef void _adopt_spares(kc_columns *c, size_t records) noexcept:
     cdef int i
     _buffers(c, bufs)
     for i in range(N_COLUMNS):
-        if _per_record[i] > 0:
+        if _per_record[i] > 0 and not (c.want & KC_COL_VIEWS and _is_data(i)):
             _adopt(bufs[i], <size_t>(_per_record[i] * records) + bufs[i].len)
 
 
@@ -209,8 +215,13 @@ cdef void _remember_sizes(kc_columns *c, size_t records) noexcept:
         return
     _buffers(c, bufs)
     for i in range(N_COLUMNS):
-        if bufs[i].len:
+        if bufs[i].len and not (c.want & KC_COL_VIEWS and _is_data(i)):
             _per_record[i] = <double>bufs[i].len / records
+
+
+cdef inline bint _is_data(int i) noexcept:
+    """Column i holds key or value bytes (with views, only the few copied ones)."""
+    return i == KEY_DATA or i == VALUE_DATA
 
 
 cdef object _take(kc_buf *b, object dtype):
@@ -290,8 +301,48 @@ cdef class _Run:
         free(self.tasks)
 
 
+@cython.final
+cdef class _ViewSources:
+    """The data buffers binary views point into (KC_COL_VIEWS), from index 1 (0 holds the
+    values that had to be copied). Records regions of uncompressed batches that lie in the
+    same input share one buffer as long as it spans at most INT32_MAX bytes (a view's offset
+    is an int32); each decompressed or rearranged region is a buffer of its own."""
+    cdef list found      # (address, size, owner) of each buffer
+    cdef object exporter # the object behind the input buffer found last, or None
+    cdef const uint8_t *base
+    cdef const uint8_t *end
+
+    def __cinit__(self):
+        self.found = []
+        self.exporter = None
+
+    cdef int place(self, _Task *task, object owner, bint in_input) except -1:
+        """Number the buffer that holds ``task``'s records, kept alive by ``owner``
+        (an uncompressed batch's memoryview when ``in_input``)."""
+        if task.end - task.start > INT32_MAX:
+            raise OverflowError("binary views reach 2 GiB into a buffer; a batch's records "
+                                "past that size need binary_view=False")
+        exporter = owner.obj if in_input else None
+        cdef Py_ssize_t last = len(self.found) - 1
+        if (exporter is not None and exporter is self.exporter and task.start >= self.base
+                and task.end - self.base <= INT32_MAX):
+            if task.end > self.end:
+                self.end = task.end
+                address, _, first_owner = self.found[last]
+                self.found[last] = (address, <Py_ssize_t>(self.end - self.base), first_owner)
+        else:
+            self.exporter = exporter
+            self.base = task.start
+            self.end = task.end
+            self.found.append((<size_t>task.start, <Py_ssize_t>(task.end - task.start), owner))
+        task.info.view_buffer = <int32_t>len(self.found)
+        task.info.view_base = self.base
+        return 0
+
+
 cdef int _queue_v2(_Run run, object batch, unsigned want, bint strict, bint validate_crc,
-                   tuple offsets, tuple timestamps, object max_decompressed_size) except -1:
+                   tuple offsets, tuple timestamps, object max_decompressed_size,
+                   _ViewSources sources) except -1:
     cdef _Task *task = &run.tasks[run.n]
     cdef Py_buffer view
     cdef ScratchBuffer records
@@ -324,6 +375,13 @@ cdef int _queue_v2(_Run run, object batch, unsigned want, bint strict, bint vali
         task.start = records.mem.data
         task.end = task.start + records.length
         keep = records
+    if sources is not None and count:
+        if (task.info.compression and type(keep) is ScratchBuffer
+                and <size_t>records.length < records.mem.capacity // 2):
+            records.shrink()   # kept as long as the views: not with half of it unused
+            task.start = records.mem.data
+            task.end = task.start + records.length
+        sources.place(task, keep, keep is whole)
     run.batches.append(batch)
     run.keep.append(keep)
     run.n += 1
@@ -426,9 +484,14 @@ cdef int _append_legacy(_Chunk chunk, object entry, tuple offsets, tuple timesta
 
 def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MIN, INT64_MAX),
                  timestamps=(INT64_MIN, INT64_MAX), max_decompressed_size=None,
-                 bint validate_crc=False):
+                 bint validate_crc=False, bint views=False):
     """Decode ``entries`` (batches from read_batches) into a dict of numpy arrays;
-    ``validate_crc`` checks each v2 batch's CRC here, in the calling thread."""
+    ``validate_crc`` checks each v2 batch's CRC here, in the calling thread. With ``views``
+    keys and values are binary views (``*_views``, 16 bytes each) into ``*_data`` (buffer
+    0) and the buffers ``view_sources`` lists as (address, size, owner)."""
+    if views:
+        want |= KC_COL_VIEWS
+    cdef _ViewSources sources = _ViewSources() if views else None
     cdef _Chunk chunk = _Chunk.__new__(_Chunk)
     if kc_columns_init(&chunk.c, want) < 0:
         raise MemoryError()
@@ -448,8 +511,10 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
     _adopt_spares(&chunk.c, records)
     # keys and values: as many bytes per record as last time, or at first (values) the
     # uncompressed records' size; they grow as needed
-    key_bytes = <size_t>(_per_record[KEY_DATA] * records)
-    value_bytes = <size_t>(_per_record[VALUE_DATA] * records) or region_bytes
+    key_bytes = value_bytes = 0
+    if not views:
+        key_bytes = <size_t>(_per_record[KEY_DATA] * records)
+        value_bytes = <size_t>(_per_record[VALUE_DATA] * records) or region_bytes
     if kc_columns_reserve(&chunk.c, records, key_bytes, value_bytes) < 0:
         raise MemoryError()
     offsets = (max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX))
@@ -458,14 +523,17 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
     for entry in entries:
         if type(entry) is RecordBatch:
             _queue_v2(run, entry, want, strict, validate_crc, offsets, timestamps,
-                      max_decompressed_size)
+                      max_decompressed_size, sources)
             if entry.compression_id or entry.header_size != 61:  # own buffers, or magic 3
                 _flush(chunk, run)
         else:
             _flush(chunk, run)
             _append_legacy(chunk, entry, offsets, timestamps)
     _flush(chunk, run)
-    return _arrays(chunk, records)
+    out = _arrays(chunk, records)
+    if views:
+        out["view_sources"] = sources.found
+    return out
 
 
 cdef dict _arrays(_Chunk chunk, size_t records):
@@ -475,7 +543,8 @@ cdef dict _arrays(_Chunk chunk, size_t records):
     _remember_sizes(c, records)
     _buffers(c, bufs)
     out = {"count": c.n}
+    left_out = _NOT_IN_VIEWS if c.want & KC_COL_VIEWS else _NOT_IN_BINARY
     for i, (name, dtype, group) in enumerate(_COLUMNS):
-        if c.want & group:
+        if c.want & group and name not in left_out:
             out[name] = _take(bufs[i], dtype)
     return out

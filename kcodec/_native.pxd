@@ -78,6 +78,7 @@ cdef extern from "columns.h" nogil:
         KC_COL_VALUE
         KC_COL_HEADERS
         KC_COL_BATCH
+        KC_COL_VIEWS
         KC_ERR_MEMORY
 
     ctypedef struct kc_columns:
@@ -93,6 +94,8 @@ cdef extern from "columns.h" nogil:
         kc_buf value_offsets
         kc_buf value_data
         kc_buf value_valid
+        kc_buf key_views
+        kc_buf value_views
         kc_buf header_offsets
         kc_buf header_key_offsets
         kc_buf header_key_data
@@ -126,6 +129,8 @@ cdef extern from "columns.h" nogil:
         int64_t offset_hi
         int64_t timestamp_lo
         int64_t timestamp_hi
+        int32_t view_buffer
+        const uint8_t *view_base
 
     int kc_columns_init(kc_columns *c, unsigned want)
     int kc_columns_reserve(kc_columns *c, size_t records, size_t key_bytes, size_t value_bytes)

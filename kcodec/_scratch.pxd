@@ -10,6 +10,7 @@ cdef struct Scratch:
 
 cdef Scratch scratch_take(size_t at_least) noexcept
 cdef void scratch_give_back(Scratch s) noexcept
+cdef size_t scratch_release_spares() noexcept
 cdef int scratch_grow(Scratch *s, size_t at_least) except -1
 
 
@@ -18,3 +19,4 @@ cdef class ScratchBuffer:
     cdef Scratch mem
     cdef Py_ssize_t length
     cdef int reserve(self, size_t extra) except -1
+    cdef int shrink(self) except -1

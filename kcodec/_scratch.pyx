@@ -8,7 +8,7 @@ BufferPool does) and give them back when done, so steady-state work stays on war
 The pool is used with the GIL held.
 """
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 
 
 cdef extern from "Python.h":
@@ -18,36 +18,64 @@ cdef extern from "Python.h":
 
 
 cdef enum:
-    SPARE_BUFFERS = 4                   # buffers kept for reuse ...
-    SPARE_MAX_SIZE = 16 * 1024 * 1024   # ... when no larger than this
+    # Buffers kept for reuse: enough for the decompressed batches that binary-view Arrow
+    # columns keep alive (one per batch) to come back as warm pages for the next decode.
+    SPARE_BUFFERS = 128
+    SPARE_MAX_SIZE = 16 * 1024 * 1024   # ... each no larger than this
+    SPARE_TOTAL_BYTES = 256 * 1024 * 1024
     MIN_SIZE = 16 * 1024
 
 
 cdef Scratch _spares[SPARE_BUFFERS]
 cdef int _n_spares = 0
+cdef size_t _spare_bytes = 0
 
 
 cdef Scratch scratch_take(size_t at_least) noexcept:
-    """A spare buffer (of any size: grow it with scratch_grow), or a new one; data NULL on failure."""
-    global _n_spares
+    """A buffer of at least ``at_least`` bytes: the most recently given back spare that is
+    large enough, else a new one (the newest spare is freed in its place, so that the pool
+    turns over to the sizes in use). data is NULL on failure."""
+    global _n_spares, _spare_bytes
     cdef Scratch s
+    cdef int i
+    for i in range(_n_spares - 1, -1, -1):
+        if _spares[i].capacity >= at_least:
+            s = _spares[i]
+            _spare_bytes -= s.capacity
+            _n_spares -= 1
+            memmove(&_spares[i], &_spares[i + 1], (_n_spares - i) * sizeof(Scratch))
+            return s
     if _n_spares > 0:
         _n_spares -= 1
-        return _spares[_n_spares]
+        _spare_bytes -= _spares[_n_spares].capacity
+        PyMem_RawFree(_spares[_n_spares].data)
     s.capacity = max(at_least, <size_t>MIN_SIZE)
     s.data = <uint8_t *>PyMem_RawMalloc(s.capacity)
     return s
 
 
 cdef void scratch_give_back(Scratch s) noexcept:
-    global _n_spares
+    global _n_spares, _spare_bytes
     if s.data == NULL:
         return
-    if _n_spares < SPARE_BUFFERS and s.capacity <= SPARE_MAX_SIZE:
+    if (_n_spares < SPARE_BUFFERS and s.capacity <= SPARE_MAX_SIZE
+            and _spare_bytes + s.capacity <= SPARE_TOTAL_BYTES):
         _spares[_n_spares] = s
         _n_spares += 1
+        _spare_bytes += s.capacity
     else:
         PyMem_RawFree(s.data)
+
+
+cdef size_t scratch_release_spares() noexcept:
+    """Free every spare buffer; returns how many bytes that released."""
+    global _n_spares, _spare_bytes
+    cdef size_t released = _spare_bytes
+    while _n_spares:
+        _n_spares -= 1
+        PyMem_RawFree(_spares[_n_spares].data)
+    _spare_bytes = 0
+    return released
 
 
 cdef int scratch_grow(Scratch *s, size_t at_least) except -1:
@@ -82,6 +110,18 @@ cdef class ScratchBuffer:
 
     cdef int reserve(self, size_t extra) except -1:
         return scratch_grow(&self.mem, <size_t>self.length + extra)
+
+    cdef int shrink(self) except -1:
+        """Give back the room past the used bytes (for a buffer kept, not reused)."""
+        cdef size_t capacity = max(<size_t>self.length, 1)
+        cdef uint8_t *shrunk
+        if capacity < self.mem.capacity:
+            shrunk = <uint8_t *>PyMem_RawRealloc(self.mem.data, capacity)
+            if shrunk == NULL:
+                raise MemoryError()
+            self.mem.data = shrunk
+            self.mem.capacity = capacity
+        return 0
 
     def __len__(self):
         return self.length

@@ -3,6 +3,8 @@
 Keys, values and headers are copied by the C core into contiguous buffers (offsets +
 data, as Arrow lays out binary columns), with no Python object per record; batches are
 decoded with the GIL released, so ``threads=N`` decodes N groups of batches at once.
+Arrow output can instead take keys and values as ``binary_view`` columns, which point into
+the input and the decompressed batches, so no key or value is copied at all.
 Records are filtered as a Kafka consumer sees them: control records and (given the
 aborted-transaction list of a fetch) aborted transactional data are left out unless asked
 for, and offset and timestamp ranges prune whole batches before anything is decoded.
@@ -216,13 +218,25 @@ def _constant_strings(pa: Any, text: str | None, n: int) -> Any:
     return _binary(pa, offsets, np.frombuffer(raw * n, dtype=np.uint8), None, "string")
 
 
+def _views(pa: Any, views: np.ndarray, copied: np.ndarray, valid: np.ndarray,
+           sources: list[tuple[int, int, Any]]) -> Any:
+    """A binary_view array: views into ``copied`` (buffer 0) and the ``sources``."""
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    buffers = [bitmap, pa.py_buffer(views), pa.py_buffer(copied),
+               *(pa.foreign_buffer(address, size, owner) for address, size, owner in sources)]
+    return pa.Array.from_buffers(pa.binary_view(), len(valid), buffers)
+
+
 def _record_batch(chunk: dict[str, Any], names: Sequence[str], topic: str | None,
                   partition: int | None) -> pyarrow.RecordBatch:
     import pyarrow as pa
     n = chunk["count"]
     arrays, fields = [], []
     for name in names:
-        if name == "key" or name == "value":
+        if (name == "key" or name == "value") and "view_sources" in chunk:
+            column = _views(pa, chunk[f"{name}_views"], chunk[f"{name}_data"],
+                            chunk[f"{name}_valid"], chunk["view_sources"])
+        elif name == "key" or name == "value":
             column = _binary(pa, chunk[f"{name}_offsets"], chunk[f"{name}_data"],
                              chunk[f"{name}_valid"])
         elif name == "topic":
@@ -258,13 +272,24 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
                include_control: bool = False,
                aborted_transactions: Sequence[tuple[int, int]] | None = None, threads: int = 1,
                validate_crc: bool = True, strict: bool = False,
-               max_decompressed_size: int | None = None,
-               allow_magic3: bool = False) -> Iterator[pyarrow.RecordBatch]:
-    """Arrow record batches of about ``chunk_records`` records each (whole Kafka batches)."""
+               max_decompressed_size: int | None = None, allow_magic3: bool = False,
+               binary_view: bool = False) -> Iterator[pyarrow.RecordBatch]:
+    """Arrow record batches of about ``chunk_records`` records each (whole Kafka batches).
+
+    With ``binary_view``, key and value are Arrow ``binary_view`` columns whose values stay
+    where they are: in ``data`` (which the arrays then keep alive) and in each compressed
+    batch's decompressed records (kept, framing included, as long as the arrays live).
+    """
     entries, names, want, options = _prepare(data, columns, include_headers, metadata,
                                              offsets, timestamps, include_control,
                                              aborted_transactions, validate_crc, strict,
                                              max_decompressed_size, allow_magic3)
+    if binary_view:
+        import pyarrow as pa
+        if not hasattr(pa, "binary_view"):
+            raise ImportError(f"binary_view columns need pyarrow 16 or later, "
+                              f"not {pa.__version__}")
+    options["views"] = binary_view
     total = sum(e.record_count if isinstance(e, RecordBatch) else 1 for e in entries)
     chunks = _split(entries, max(1, -(-total // max(chunk_records, 1)), threads))
     for start in range(0, len(chunks), max(threads, 1)):
@@ -280,12 +305,10 @@ def decode_arrow(data: Any, **options: Any) -> pyarrow.Table:
     import pyarrow as pa
     batches = list(iter_arrow(data, **options))
     if not batches:
-        empty = decode_columns(b"", columns=options.get("columns"),
-                               include_headers=options.get("include_headers", False),
-                               metadata=options.get("metadata", False))
         names = options.get("columns") or [
             *SPARK_COLUMNS, *(["headers"] if options.get("include_headers") else []),
             *(BATCH_COLUMNS if options.get("metadata") else [])]
+        empty = decode_chunk([], _want(names), views=options.get("binary_view", False))
         batches = [_record_batch(empty, list(names), options.get("topic"),
                                  options.get("partition"))]
     return pa.Table.from_batches(batches)

@@ -56,6 +56,13 @@ def arrow_rows(table: Any) -> list[tuple[Any, ...]]:
     return out
 
 
+def views(data: Any, **options: Any) -> Any:
+    """decode_arrow with binary_view columns, checked against Arrow's own validation."""
+    table = kcodec.decode_arrow(data, binary_view=True, **options)
+    table.validate(full=True)
+    return table
+
+
 def readable(name: str) -> bool:
     try:
         rows(VECTORS[name])
@@ -73,6 +80,7 @@ def test_vectors_equal_the_row_api(name: str) -> None:
     expected = rows(data)
     assert column_rows(kcodec.decode_columns(data, include_headers=True)) == expected
     assert arrow_rows(kcodec.decode_arrow(data, include_headers=True)) == expected
+    assert arrow_rows(views(data, include_headers=True)) == expected
 
 
 @pytest.mark.parametrize("path", real_segments(), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -81,6 +89,7 @@ def test_real_segments_equal_the_row_api(path: Any) -> None:
     expected = rows(data)
     assert column_rows(kcodec.decode_columns(data, include_headers=True)) == expected
     assert column_rows(kcodec.decode_columns(data, include_headers=True, threads=2)) == expected
+    assert arrow_rows(views(data, include_headers=True)) == expected
 
 
 @pytest.mark.parametrize("name", sorted(set(VECTORS) - set(GOOD_VECTORS)))
@@ -115,6 +124,8 @@ def test_generated_batches(batches: list[list[Any]], codec: str, threads: int) -
     assert got["compression"].tolist() == [kcodec.Compression.parse(codec)] * len(expected)
     assert arrow_rows(kcodec.decode_arrow(data, include_headers=True, threads=threads,
                                           chunk_records=7)) == expected
+    assert arrow_rows(views(data, include_headers=True, threads=threads,
+                            chunk_records=7)) == expected
 
 
 def transactional_log() -> bytes:
@@ -252,3 +263,39 @@ def test_large_values_into_a_large_column(codec: str) -> None:
         assert data.tobytes() == b"".join(builder_values)
         assert [int(offsets[i + 1] - offsets[i]) for i in range(len(builder_values))] == [
             len(v) for v in builder_values]
+
+
+def test_binary_views_point_into_the_input_and_the_decompressed_batches() -> None:
+    """Values of uncompressed batches stay in the caller's buffer (batches side by side
+    share one Arrow buffer), compressed batches' in their decompressed records; values of 12
+    bytes or fewer are inlined and legacy messages' values are copied into buffer 0."""
+    pa = pytest.importorskip("pyarrow")
+    def batch(codec: str, base: int, magic: int = 2) -> bytes:
+        builder = kcodec.BatchBuilder(compression=codec, base_offset=base, magic=magic)
+        builder.append(b"short", key=b"k", timestamp=TS)
+        builder.append(b"a value longer than twelve bytes %d" % base, key=None, timestamp=TS)
+        builder.append(None, key=b"a key longer than twelve bytes", timestamp=TS)
+        return builder.build()
+    log = bytearray(batch("none", 0) + batch("none", 3) + batch("lz4", 6) + batch("none", 9, 1))
+    table = kcodec.decode_arrow(log, binary_view=True)
+    table.validate(full=True)
+    assert table.schema.field("key").type == pa.binary_view()
+    assert table.cast(kcodec.decode_arrow(log).schema).equals(kcodec.decode_arrow(log))
+    (values,) = table.column("value").chunks
+    _, _, copied, input_region, decompressed = values.buffers()
+    address = np.frombuffer(log, dtype=np.uint8).ctypes.data
+    assert address <= input_region.address < address + len(log)
+    assert input_region.address + input_region.size <= address + len(log)
+    assert b"longer than twelve bytes 3" in input_region.to_pybytes()
+    assert b"longer than twelve bytes 6" in decompressed.to_pybytes()
+    assert copied.to_pybytes() == b"a value longer than twelve bytes 9"
+    with pytest.raises(BufferError):
+        log.extend(b"x")   # the table holds the input, as the batches did
+    del values, input_region, decompressed, copied, table
+    log.extend(b"x")
+
+
+def test_empty_input_with_binary_views() -> None:
+    pa = pytest.importorskip("pyarrow")
+    table = kcodec.decode_arrow(b"", binary_view=True)
+    assert table.num_rows == 0 and table.schema.field("value").type == pa.binary_view()

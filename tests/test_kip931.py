@@ -270,6 +270,10 @@ def test_columns_of_magic_3(codec: str) -> None:
             table = kcodec.decode_arrow(data, include_headers=True, allow_magic3=True,
                                         threads=threads)
             assert table.equals(expected)
+            viewed = kcodec.decode_arrow(data, include_headers=True, allow_magic3=True,
+                                         threads=threads, binary_view=True)
+            viewed.validate(full=True)
+            assert viewed.cast(expected.schema).equals(expected)
             scanned = kcodec.decode_arrow(data, columns=scan_columns, allow_magic3=True,
                                           threads=threads)
             assert scanned.equals(expected.select(scan_columns))

@@ -99,6 +99,15 @@ def test_columnar_decoding(record_property: Callable[[str, object], None]) -> No
          "100,000 batches decoded to columns")
 
 
+def test_binary_view_decoding(record_property: Callable[[str, object], None]) -> None:
+    """Views keep every compressed batch's decompressed records until the table goes; those
+    buffers then return to the pool or the allocator."""
+    pytest.importorskip("pyarrow")
+    data = log_of([batch(codec, records=20) for codec in CODECS], 2000)
+    flat(lambda: kcodec.decode_arrow(data, include_headers=True, binary_view=True), 5,
+         record_property, "100,000 batches decoded to binary views")
+
+
 def test_encoding_a_million_batches(record_property: Callable[[str, object], None]) -> None:
     def build() -> None:
         for i in range(100_000):

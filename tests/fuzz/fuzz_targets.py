@@ -114,7 +114,8 @@ def decompress(data: bytes) -> None:
 
 
 def columns(data: bytes) -> None:
-    """The columnar decoder, all columns or the metadata-only projection, and Arrow."""
+    """The columnar decoder, all columns or the metadata-only projection, and Arrow (with
+    binary views checked against Arrow's full validation and the binary layout)."""
     flags, data = _options(data)
     if flags & 1:
         data = reseal(data)
@@ -127,8 +128,15 @@ def columns(data: bytes) -> None:
                                       allow_magic3=True)
         assert len(table["offset"]) == table["count"]
         if flags & 0x10 and HAVE_ARROW:
-            kcodec.decode_arrow(data, validate_crc=False, include_headers=True,
-                                max_decompressed_size=MAX_DECOMPRESSED, allow_magic3=True)
+            binary = kcodec.decode_arrow(data, validate_crc=False, include_headers=True,
+                                         max_decompressed_size=MAX_DECOMPRESSED,
+                                         allow_magic3=True)
+            if flags & 0x20:
+                views = kcodec.decode_arrow(data, validate_crc=False, include_headers=True,
+                                            max_decompressed_size=MAX_DECOMPRESSED,
+                                            allow_magic3=True, binary_view=True)
+                views.validate(full=True)
+                assert views.cast(binary.schema).equals(binary), "binary views"
     except KcodecError:
         pass
 
