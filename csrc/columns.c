@@ -59,8 +59,8 @@ void kc_columns_free(kc_columns *c)
     kc_buf *all[] = {&c->offset, &c->timestamp, &c->timestamp_type, &c->key_offsets,
                      &c->key_data, &c->key_valid, &c->value_offsets, &c->value_data,
                      &c->value_valid, &c->key_views, &c->value_views, &c->header_offsets,
-                     &c->header_key_offsets, &c->header_key_data, &c->header_value_offsets, &c->header_value_data,
-                     &c->header_value_valid, &c->magic, &c->compression, &c->producer_id,
+                     &c->header_key_offsets, &c->header_key_data, &c->header_value_offsets,
+                     &c->header_value_data, &c->header_value_valid, &c->magic, &c->compression, &c->producer_id,
                      &c->producer_epoch, &c->sequence, &c->is_transactional, &c->is_control};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         free(all[i]->data);
@@ -130,15 +130,16 @@ static inline int put_span(kc_buf *offsets, kc_buf *data, kc_buf *valid, const u
 static inline void view_at(uint8_t *d, const uint8_t *p, int32_t n, int32_t buffer,
                            int64_t offset)
 {
-    memset(d, 0, KC_VIEW_SIZE);
-    if (p == NULL)
-        return;
-    memcpy(d, &n, 4);
-    if (n <= KC_VIEW_INLINE) {
-        memcpy(d + 4, p, (size_t)n);
+    if (p == NULL || n <= KC_VIEW_INLINE) {
+        memset(d, 0, KC_VIEW_SIZE);
+        if (p != NULL) {
+            memcpy(d, &n, 4);
+            memcpy(d + 4, p, (size_t)n);
+        }
         return;
     }
     int32_t at = (int32_t)offset;
+    memcpy(d, &n, 4);
     memcpy(d + 4, p, 4);
     memcpy(d + 8, &buffer, 4);
     memcpy(d + 12, &at, 4);

@@ -345,7 +345,7 @@ cdef int _queue_v2(_Run run, object batch, unsigned want, bint strict, bint vali
                    _ViewSources sources) except -1:
     cdef _Task *task = &run.tasks[run.n]
     cdef Py_buffer view
-    cdef ScratchBuffer records
+    cdef ScratchBuffer records = None   # the decompressed records, when compressed
     cdef int count = batch.record_count
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count}", position=batch.position)
@@ -376,8 +376,7 @@ cdef int _queue_v2(_Run run, object batch, unsigned want, bint strict, bint vali
         task.end = task.start + records.length
         keep = records
     if sources is not None and count:
-        if (task.info.compression and type(keep) is ScratchBuffer
-                and <size_t>records.length < records.mem.capacity // 2):
+        if keep is records and <size_t>records.length < records.mem.capacity // 2:
             records.shrink()   # kept as long as the views: not with half of it unused
             task.start = records.mem.data
             task.end = task.start + records.length

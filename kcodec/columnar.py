@@ -219,11 +219,10 @@ def _constant_strings(pa: Any, text: str | None, n: int) -> Any:
 
 
 def _views(pa: Any, views: np.ndarray, copied: np.ndarray, valid: np.ndarray,
-           sources: list[tuple[int, int, Any]]) -> Any:
+           sources: list[Any]) -> Any:
     """A binary_view array: views into ``copied`` (buffer 0) and the ``sources``."""
     bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    buffers = [bitmap, pa.py_buffer(views), pa.py_buffer(copied),
-               *(pa.foreign_buffer(address, size, owner) for address, size, owner in sources)]
+    buffers = [bitmap, pa.py_buffer(views), pa.py_buffer(copied), *sources]
     return pa.Array.from_buffers(pa.binary_view(), len(valid), buffers)
 
 
@@ -231,11 +230,15 @@ def _record_batch(chunk: dict[str, Any], names: Sequence[str], topic: str | None
                   partition: int | None) -> pyarrow.RecordBatch:
     import pyarrow as pa
     n = chunk["count"]
+    sources = None   # the buffers views point into, shared by the key and value columns
+    if "view_sources" in chunk:
+        sources = [pa.foreign_buffer(address, size, owner)
+                   for address, size, owner in chunk["view_sources"]]
     arrays, fields = [], []
     for name in names:
-        if (name == "key" or name == "value") and "view_sources" in chunk:
+        if (name == "key" or name == "value") and sources is not None:
             column = _views(pa, chunk[f"{name}_views"], chunk[f"{name}_data"],
-                            chunk[f"{name}_valid"], chunk["view_sources"])
+                            chunk[f"{name}_valid"], sources)
         elif name == "key" or name == "value":
             column = _binary(pa, chunk[f"{name}_offsets"], chunk[f"{name}_data"],
                              chunk[f"{name}_valid"])
