@@ -17,7 +17,6 @@ compression, producer_id, producer_epoch, sequence, is_transactional, is_control
 
 from __future__ import annotations
 
-import concurrent.futures
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,7 @@ import numpy as np
 from kcodec._batch import RecordBatch, read_batches
 from kcodec._columns import COLUMN_GROUPS, decode_chunk, pooled_empty, release_spare_buffers
 from kcodec._legacy import LegacyBatch
+from kcodec._workers import run_all
 from kcodec.constants import ControlType
 
 if TYPE_CHECKING:
@@ -107,10 +107,7 @@ def _decode_groups(groups: Sequence[Sequence[Entry]], want: int, threads: int,
     """Each group decoded (and ``finish``-ed, on the same thread) by one of ``threads``."""
     def work(group: Sequence[Entry]) -> Any:
         return finish(decode_chunk(group, want, **options))
-    if threads <= 1 or len(groups) <= 1:
-        return [work(g) for g in groups]
-    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        return list(pool.map(work, groups))
+    return run_all(work, groups, threads)
 
 
 def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
@@ -165,33 +162,35 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
                                          validate_crc, strict, max_decompressed_size,
                                          allow_magic3)
     chunks = _decode_groups(_split(entries, threads) or [[]], want, threads, options)
-    return _concatenate(chunks)
+    return _concatenate(chunks, threads)
 
 
-def _concatenate(chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    """Join the parts decoded by several threads (into pooled memory: no fresh pages)."""
+def _concatenate(chunks: list[dict[str, Any]], threads: int) -> dict[str, Any]:
+    """Join the parts decoded by several threads into pooled memory (no fresh pages), each
+    part copied by one of ``threads`` threads."""
     if len(chunks) == 1:
         return chunks[0]
     out: dict[str, Any] = {"count": sum(c["count"] for c in chunks)}
-    for name in chunks[0]:
-        if name == "count":
-            continue
-        parts = [c[name] for c in chunks]
-        is_offsets = name.endswith("_offsets")
-        joined = pooled_empty(sum(len(p) for p in parts) - (len(parts) - 1) * is_offsets,
-                              parts[0].dtype)
-        at, shift = 0, 0
-        for index, part in enumerate(parts):
-            if is_offsets and index:
-                part = part[1:]
-            if is_offsets:
-                np.add(part, shift, out=joined[at:at + len(part)])
+    names = [name for name in chunks[0] if name != "count"]
+    starts: dict[str, list[int]] = {}   # where each part goes, after the leading 0 of offsets
+    for name in names:
+        lengths = [len(c[name]) - name.endswith("_offsets") for c in chunks]
+        starts[name] = [sum(lengths[:i]) for i in range(len(chunks))]
+        out[name] = pooled_empty(sum(lengths) + name.endswith("_offsets"), chunks[0][name].dtype)
+        if name.endswith("_offsets"):
+            out[name][0] = 0
+    shifts = {name: np.cumsum([0] + [int(c[name][-1]) for c in chunks[:-1]])
+              for name in names if name.endswith("_offsets")}
+
+    def copy_part(index: int) -> None:
+        for name in names:
+            part, at = chunks[index][name], starts[name][index]
+            if name in shifts:   # offsets: shifted by the parts before, without the leading 0
+                np.add(part[1:], shifts[name][index], out=out[name][at + 1:at + len(part)])
             else:
-                joined[at:at + len(part)] = part
-            at += len(part)
-            if is_offsets:
-                shift = int(joined[at - 1])
-        out[name] = joined
+                out[name][at:at + len(part)] = part
+
+    run_all(copy_part, range(len(chunks)), threads)
     return out
 
 

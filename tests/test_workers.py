@@ -1,0 +1,85 @@
+"""The helper threads that decode groups of batches: results in order, work shared with the
+calling thread, the first failure (in order) raised, and a fresh pool after fork."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import threading
+import warnings
+
+import pytest
+
+import kcodec
+from kcodec._workers import run_all
+from kcodec.errors import ChecksumError
+
+
+def test_results_come_in_order_from_several_threads() -> None:
+    both_running = threading.Barrier(2, timeout=10)
+    names: set[str] = set()
+
+    def work(item: int) -> int:
+        if item < 2:
+            both_running.wait()   # times out unless two items run at once
+        names.add(threading.current_thread().name)
+        return item * item
+
+    assert run_all(work, list(range(10)), threads=2) == [i * i for i in range(10)]
+    assert threading.current_thread().name in names and len(names) == 2
+
+
+def test_one_thread_runs_in_the_caller() -> None:
+    assert run_all(lambda _: threading.current_thread().name, [1, 2], threads=1) == [
+        threading.current_thread().name] * 2
+
+
+def test_the_first_failure_in_order_is_raised() -> None:
+    def work(item: int) -> int:
+        if item in (1, 3):
+            raise ValueError(item)
+        return item
+
+    for threads in (1, 2, 4):
+        with pytest.raises(ValueError) as caught:
+            run_all(work, list(range(6)), threads)
+        assert caught.value.args == (1,)
+
+
+def test_decoding_errors_name_the_first_bad_batch() -> None:
+    batches = []
+    for base in range(0, 400, 100):
+        builder = kcodec.BatchBuilder(base_offset=base)
+        for i in range(100):
+            builder.append(b"v%d" % i, key=b"k")
+        batches.append(bytearray(builder.build()))
+    for damaged in (1, 3):
+        batches[damaged][-1] ^= 1
+    log = b"".join(batches)
+    for threads in (1, 2):
+        with pytest.raises(ChecksumError) as caught:
+            kcodec.decode_columns(log, threads=threads)
+        assert caught.value.position == len(batches[0])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_gets_its_own_helpers() -> None:
+    """Spark forks its Python workers: a child must not wait on the parent's threads."""
+    run_all(abs, [-1, -2], threads=2)   # the parent's pool exists
+    reader, writer = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)   # fork with threads running
+        child = os.fork()
+    if child == 0:
+        try:
+            os.write(writer, repr(run_all(abs, [-1, -2, -3], threads=2)).encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader) as pipe:
+        answered = select.select([pipe], [], [], 60)[0]
+        if not answered:
+            os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        assert answered and pipe.read() == "[1, 2, 3]"
