@@ -26,6 +26,7 @@ from common import (  # noqa: E402
     build_kafka_python,
     build_kcodec,
     interleaved,
+    lz4_blocks,
     print_table,
     read_aiokafka,
     read_kafka_python,
@@ -55,14 +56,7 @@ def raw_decompressor(codec: str, payload: memoryview) -> Callable[[], object]:
             blocks.append(payload[pos + 4:pos + 4 + length])
             pos += 4 + length
         return lambda: [cramjam.snappy.decompress_raw_into(b, out) for b in blocks]
-    pos, stored = 7, []
-    while True:
-        (word,) = struct.unpack_from("<I", payload, pos)
-        if word == 0:
-            break
-        size = word & 0x7FFFFFFF
-        (stored if word & 0x80000000 else blocks).append(payload[pos + 4:pos + 4 + size])
-        pos += 4 + size
+    blocks, _ = lz4_blocks(payload)
     return lambda: [cramjam.lz4.decompress_block_into(b, out) for b in blocks]
 
 

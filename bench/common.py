@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import struct
 import time
 from collections.abc import Callable
 
@@ -24,6 +25,21 @@ def sample_records(count: int, value_size: int) -> list[tuple[bytes, bytes, int]
     """(16-byte key, value, timestamp) triples."""
     return [(os.urandom(8).hex().encode(), sample_value(value_size, i), 1700000000000 + i)
             for i in range(count)]
+
+
+def lz4_blocks(frame: memoryview) -> tuple[list[memoryview], list[memoryview]]:
+    """The compressed and the stored blocks of a Kafka LZ4 frame (7-byte header, no
+    checksums)."""
+    pos = 7
+    compressed: list[memoryview] = []
+    stored: list[memoryview] = []
+    while True:
+        (word,) = struct.unpack_from("<I", frame, pos)
+        if word == 0:
+            return compressed, stored
+        size = word & 0x7FFFFFFF
+        (stored if word & 0x80000000 else compressed).append(frame[pos + 4:pos + 4 + size])
+        pos += 4 + size
 
 
 def interleaved(contenders: dict[str, Callable[[], object]], rounds: int,

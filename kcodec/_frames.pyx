@@ -7,11 +7,12 @@ a dozen. Acceptance follows Java's readers (FORMAT.md §4.2, §4.3).
 """
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport uint8_t, uint32_t
+from libc.stddef cimport ptrdiff_t
 from libc.string cimport memcpy
 
 import cramjam
 
-from kcodec._scratch cimport ScratchBuffer
+from kcodec._scratch cimport Scratch, ScratchBuffer
 from kcodec._native cimport kc_get_be32, kc_put_be32
 
 from kcodec.errors import CompressionError, DecompressionLimitError
@@ -27,6 +28,12 @@ cdef extern from "xxh32.h" nogil:
     uint32_t kc_xxh32(const void *data, size_t length, uint32_t seed)
 
 
+cdef extern from "lz4_block.h" nogil:
+    enum: KC_LZ4_SLACK
+    ptrdiff_t KC_LZ4_UNDECIDED
+    ptrdiff_t kc_lz4_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
+
+
 cdef object _lz4_compress_into = cramjam.lz4.compress_block_into
 cdef object _snappy_compress_into = cramjam.snappy.compress_raw_into
 cdef object _lz4_block_into = cramjam.lz4.decompress_block_into
@@ -35,7 +42,7 @@ cdef object _snappy_raw_len = cramjam.snappy.decompress_raw_len
 cdef object _DecompressionError = cramjam.DecompressionError
 
 
-cdef inline uint32_t _le32(const uint8_t *p) noexcept:
+cdef inline uint32_t _le32(const uint8_t *p) noexcept nogil:
     return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
 
 
@@ -127,33 +134,30 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
     if magic != 0 and p[pos] != lz4_header_checksum(_view(p + 4, pos - 4), magic):
         raise CompressionError("Stream frame descriptor corrupted")
     pos += 1
-    cdef uint32_t word
-    cdef Py_ssize_t size, budget, written
+    cdef Py_ssize_t budget, written, size
+    cdef const uint8_t *block
+    cdef int status
     while True:
-        if 0 <= enough <= sink.length:
-            return 0
-        if n - pos < 4:
-            raise CompressionError("Stream ended prematurely (no LZ4 end mark)")
-        word = _le32(p + pos)
-        pos += 4
-        if word == 0:
+        with nogil:
+            status = _lz4_blocks(p, n, &pos, max_block, block_checksum, limit, &sink.mem,
+                                 &sink.length, enough)
+        if status == BLOCKS_DONE:
             return 0  # a content checksum is not verified, trailing bytes ignored: as Java
-        size = word & 0x7FFFFFFF
-        if size > max_block or size > n - pos:
+        if status == BLOCKS_TRUNCATED:
+            raise CompressionError("Stream ended prematurely (no LZ4 end mark)")
+        size = _le32(p + pos) & 0x7FFFFFFF
+        if status == BLOCKS_BAD_SIZE:
             raise CompressionError(f"LZ4 block of {size} bytes is invalid here")
-        block = p + pos
-        pos += size
-        if block_checksum:
-            if n - pos < 4 or _le32(p + pos) != kc_xxh32(block, size, 0):
-                raise CompressionError("LZ4 block checksum mismatch")
-            pos += 4
+        if status == BLOCKS_BAD_CHECKSUM:
+            raise CompressionError("LZ4 block checksum mismatch")
         budget = limit - sink.length
-        if word & 0x80000000:  # stored uncompressed
-            if size > budget:
-                raise DecompressionLimitError.exceeding(limit)
-            sink.reserve(size)
-            _copy(sink, block, size)
+        if status == BLOCKS_OVER_LIMIT:
+            raise DecompressionLimitError.exceeding(limit)
+        if status == BLOCKS_NEED_ROOM:
+            sink.reserve(min(max_block, budget) + KC_LZ4_SLACK)
             continue
+        # BLOCKS_UNDECIDED: this block is liblz4's to judge (and decode)
+        block = p + pos + 4
         written = _lz4_block(block, size, min(max_block, budget), sink)
         if written < 0:
             # Too large for the budget, or corrupt: a block is at most 4 MiB, so telling
@@ -162,6 +166,63 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
                 raise DecompressionLimitError.exceeding(limit)
             raise CompressionError("corrupt LZ4 block")
         sink.length += written
+        pos += 4 + size + (4 if block_checksum else 0)
+
+
+cdef enum:
+    BLOCKS_DONE            # the end mark, or ``enough`` bytes
+    BLOCKS_TRUNCATED       # no end mark
+    BLOCKS_BAD_SIZE        # the block at pos is larger than the frame allows or has
+    BLOCKS_BAD_CHECKSUM    # the block at pos does not match its checksum
+    BLOCKS_OVER_LIMIT      # the stored block at pos passes the limit
+    BLOCKS_NEED_ROOM       # the block at pos needs more room in the sink
+    BLOCKS_UNDECIDED       # the block at pos is not one kc_lz4_block decides
+
+
+cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t max_block,
+                     bint block_checksum, Py_ssize_t limit, Scratch *out, Py_ssize_t *length,
+                     Py_ssize_t enough) noexcept nogil:
+    """Decode the frame's blocks from ``*pos`` (a block's size word) into ``out`` after its
+    ``*length`` bytes, without the GIL, until the end mark or a block that needs the caller
+    (``*pos`` is then at that block); see the BLOCKS_ statuses."""
+    cdef uint32_t word
+    cdef Py_ssize_t size, after, budget, bound
+    cdef ptrdiff_t written
+    cdef const uint8_t *block
+    while True:
+        if 0 <= enough <= length[0]:
+            return BLOCKS_DONE
+        if n - pos[0] < 4:
+            return BLOCKS_TRUNCATED
+        word = _le32(p + pos[0])
+        if word == 0:
+            return BLOCKS_DONE
+        size = word & 0x7FFFFFFF
+        if size > max_block or size > n - pos[0] - 4:
+            return BLOCKS_BAD_SIZE
+        block = p + pos[0] + 4
+        after = pos[0] + 4 + size
+        if block_checksum:
+            if n - after < 4 or _le32(p + after) != kc_xxh32(block, size, 0):
+                return BLOCKS_BAD_CHECKSUM
+            after += 4
+        budget = limit - length[0]
+        if word & <uint32_t>0x80000000:  # stored uncompressed
+            if size > budget:
+                return BLOCKS_OVER_LIMIT
+            if <size_t>(length[0] + size) > out.capacity:
+                return BLOCKS_NEED_ROOM
+            memcpy(out.data + length[0], block, size)
+        else:
+            bound = min(max_block, budget)
+            if <size_t>(length[0] + bound + KC_LZ4_SLACK) > out.capacity:
+                return BLOCKS_NEED_ROOM
+            written = kc_lz4_block(block, size, out.data + length[0], bound)
+            if written == KC_LZ4_UNDECIDED:
+                return BLOCKS_UNDECIDED
+            size = written
+        length[0] += size
+        pos[0] = after
 
 
 cdef void _copy(ScratchBuffer sink, const uint8_t *src, Py_ssize_t size) noexcept:

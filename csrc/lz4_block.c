@@ -1,0 +1,95 @@
+/* Decoding one LZ4 block; see lz4_block.h for what is accepted. */
+#include "lz4_block.h"
+
+#include <string.h>
+
+/* The end-of-block limits of liblz4's parser (its MFLIMIT and LASTLITERALS, and the input
+ * a sequence with a match needs after its literals: offset, next token, last literals). */
+enum { OUT_ROOM_AFTER_LITERALS = 12, IN_ROOM_AFTER_LITERALS = 8, LAST_LITERALS = 5,
+       LITERAL_EXTENSION_ROOM = 15, MATCH_EXTENSION_ROOM = 5, MIN_MATCH = 4 };
+
+static inline void copy16(uint8_t *d, const uint8_t *s)
+{
+    memcpy(d, s, 16);
+}
+
+/* The match of `length` bytes from `offset` bytes back (1 <= offset <= what is written;
+ * when offset < length the copy overlaps and repeats the last `offset` bytes). */
+static inline void copy_match(uint8_t *op, size_t offset, size_t length)
+{
+    const uint8_t *match = op - offset;
+    if (offset >= 16 && length <= 32) {
+        copy16(op, match);          /* the second half reads at most what the first wrote */
+        copy16(op + 16, match + 16);
+    } else if (offset >= length) {
+        memcpy(op, match, length);
+    } else if (offset == 1) {
+        memset(op, *match, length);
+    } else {
+        /* a repeated pattern: lay it down once, then double what is copied */
+        memcpy(op, match, offset);
+        size_t done = offset;
+        while (done < length) {
+            size_t step = done <= length - done ? done : length - done;
+            memcpy(op + done, op, step);
+            done += step;
+        }
+    }
+}
+
+ptrdiff_t kc_lz4_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
+{
+    const uint8_t *ip = src;
+    const uint8_t *const iend = src + n;
+    uint8_t *op = dst;
+    uint8_t *const oend = dst + cap;
+    if (n == 0 || cap == 0)
+        return KC_LZ4_UNDECIDED;
+    for (;;) {
+        /* here ip < iend: the last sequence returns, and a match leaves input after it */
+        unsigned token = *ip++;
+        size_t literals = token >> 4;
+        if (literals == 15) {
+            unsigned s;
+            do {   /* liblz4 stops (or fails, as of 1.10) at a 255 that reaches its limit */
+                if ((size_t)(iend - ip) <= LITERAL_EXTENSION_ROOM)
+                    return KC_LZ4_UNDECIDED;
+                s = *ip++;
+                literals += s;
+            } while (s == 255);
+        }
+        size_t in_room = (size_t)(iend - ip), out_room = (size_t)(oend - op);
+        if (literals + OUT_ROOM_AFTER_LITERALS > out_room ||
+            literals + IN_ROOM_AFTER_LITERALS > in_room) {
+            /* the last sequence */
+            if (literals != in_room || literals > out_room)
+                return KC_LZ4_UNDECIDED;
+            memcpy(op, ip, literals);
+            return (ptrdiff_t)(op + literals - dst);
+        }
+        if (literals <= 16 && in_room >= 16)
+            copy16(op, ip);   /* within the slack: literals + 12 <= out_room */
+        else
+            memcpy(op, ip, literals);
+        ip += literals;
+        op += literals;
+        size_t offset = (size_t)ip[0] | (size_t)ip[1] << 8;
+        ip += 2;
+        size_t length = token & 15;
+        if (length == 15) {
+            unsigned s;
+            do {   /* at least 6 bytes are left after the offset */
+                s = *ip++;
+                length += s;
+                if ((size_t)(iend - ip) <= MATCH_EXTENSION_ROOM)
+                    return KC_LZ4_UNDECIDED;
+            } while (s == 255);
+        }
+        length += MIN_MATCH;
+        if (offset == 0 || offset > (size_t)(op - dst) ||
+            length + LAST_LITERALS > (size_t)(oend - op))
+            return KC_LZ4_UNDECIDED;
+        copy_match(op, offset, length);   /* within the slack: length + 5 <= room */
+        op += length;
+    }
+}
