@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import struct
 import sys
 from collections.abc import Callable
 
@@ -32,6 +31,7 @@ from common import (  # noqa: E402
     read_kafka_python,
     read_kcodec,
     sample_records,
+    xerial_blocks,
 )
 
 import kcodec  # noqa: E402
@@ -40,21 +40,17 @@ CODEC_IDS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 def raw_decompressor(codec: str, payload: memoryview) -> Callable[[], object]:
-    """The library kcodec uses, alone, on the same payload, into a warm buffer (frame
-    parsing done once, outside)."""
+    """The codec library alone on the same payload, into a warm buffer (frame parsing done
+    once, outside): cramjam's gzip, python-zstandard, and liblz4 and snappy (through
+    cramjam) where kcodec decodes blocks itself."""
     out = bytearray(4 << 20)
     if codec == "gzip":
         return lambda: cramjam.gzip.decompress_into(payload, out)
     if codec == "zstd":
         dctx = zstandard.ZstdDecompressor()
         return lambda: dctx.stream_reader(payload, read_across_frames=True).readinto(out)
-    blocks: list[memoryview] = []
     if codec == "snappy":
-        pos = 16
-        while pos < len(payload):
-            (length,) = struct.unpack_from(">i", payload, pos)
-            blocks.append(payload[pos + 4:pos + 4 + length])
-            pos += 4 + length
+        blocks = xerial_blocks(payload)
         return lambda: [cramjam.snappy.decompress_raw_into(b, out) for b in blocks]
     blocks, _ = lz4_blocks(payload)
     return lambda: [cramjam.lz4.decompress_block_into(b, out) for b in blocks]

@@ -29,6 +29,7 @@ from common import (  # noqa: E402
     read_aiokafka,
     read_kcodec,
     sample_records,
+    xerial_blocks,
 )
 
 import kcodec  # noqa: E402
@@ -61,7 +62,8 @@ def batch_payloads(data: bytes) -> list[tuple[Compression, memoryview, int]]:
 def raw_decompress(payloads: list[tuple[Compression, memoryview, int]]) -> list[ScratchBuffer]:
     """Every payload decompressed by the codec library into a buffer of its exact size that
     is kept, as a decoder's output is: the least any decoder producing the records pays.
-    LZ4 blocks go to liblz4 (through cramjam), not to kcodec's own block decoder."""
+    LZ4 and snappy blocks go to liblz4 and snappy (through cramjam), not to kcodec's own
+    block decoders."""
     kept = []
     for codec, payload, size in payloads:
         sink = ScratchBuffer(size)
@@ -71,6 +73,10 @@ def raw_decompress(payloads: list[tuple[Compression, memoryview, int]]) -> list[
             for block in blocks:
                 sink.commit(cramjam.lz4.decompress_block_into(block, sink.window(1 << 16),
                                                                output_len=1 << 16))
+        elif codec == Compression.SNAPPY:
+            for block in xerial_blocks(payload):
+                window = sink.window(cramjam.snappy.decompress_raw_len(block))
+                sink.commit(cramjam.snappy.decompress_raw_into(block, window))
         else:
             codecs.decompress_builtin_into(codec, payload, size, sink)
         kept.append(sink)

@@ -42,6 +42,17 @@ def lz4_blocks(frame: memoryview) -> tuple[list[memoryview], list[memoryview]]:
         pos += 4 + size
 
 
+def xerial_blocks(stream: memoryview) -> list[memoryview]:
+    """The raw snappy blocks of an xerial stream (16-byte header, no concatenation)."""
+    pos = 16
+    blocks = []
+    while pos < len(stream):
+        (length,) = struct.unpack_from(">i", stream, pos)
+        blocks.append(stream[pos + 4:pos + 4 + length])
+        pos += 4 + length
+    return blocks
+
+
 def interleaved(contenders: dict[str, Callable[[], object]], rounds: int,
                 min_seconds: float = 0.02) -> dict[str, float]:
     """Median seconds per call of each contender, measured round-robin so that the noise of

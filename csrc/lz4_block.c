@@ -1,6 +1,8 @@
 /* Decoding one LZ4 block; see lz4_block.h for what is accepted. */
 #include "lz4_block.h"
 
+#include "copy_match.h"
+
 #include <string.h>
 
 /* The end-of-block limits of liblz4's parser (its MFLIMIT and LASTLITERALS, and the input
@@ -8,33 +10,14 @@
 enum { OUT_ROOM_AFTER_LITERALS = 12, IN_ROOM_AFTER_LITERALS = 8, LAST_LITERALS = 5,
        LITERAL_EXTENSION_ROOM = 15, MATCH_EXTENSION_ROOM = 5, MIN_MATCH = 4 };
 
-static inline void copy16(uint8_t *d, const uint8_t *s)
-{
-    memcpy(d, s, 16);
-}
-
-/* The match of `length` bytes from `offset` bytes back (1 <= offset <= what is written;
- * when offset < length the copy overlaps and repeats the last `offset` bytes). */
+/* A match; short ones with offsets of 16 or more are copied 16 bytes at a time, into the
+ * slack (longer ones go faster through memcpy). */
 static inline void copy_match(uint8_t *op, size_t offset, size_t length)
 {
-    const uint8_t *match = op - offset;
-    if (offset >= 16 && length <= 32) {
-        copy16(op, match);          /* the second half reads at most what the first wrote */
-        copy16(op + 16, match + 16);
-    } else if (offset >= length) {
-        memcpy(op, match, length);
-    } else if (offset == 1) {
-        memset(op, *match, length);
-    } else {
-        /* a repeated pattern: lay it down once, then double what is copied */
-        memcpy(op, match, offset);
-        size_t done = offset;
-        while (done < length) {
-            size_t step = done <= length - done ? done : length - done;
-            memcpy(op + done, op, step);
-            done += step;
-        }
-    }
+    if (offset >= 16 && length <= 64)
+        kc_wild_copy16(op, op - offset, length);
+    else
+        kc_copy_match(op, offset, length);
 }
 
 ptrdiff_t kc_lz4_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
@@ -68,7 +51,7 @@ ptrdiff_t kc_lz4_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
             return (ptrdiff_t)(op + literals - dst);
         }
         if (literals <= 16 && in_room >= 16)
-            copy16(op, ip);   /* within the slack: literals + 12 <= out_room */
+            memcpy(op, ip, 16);   /* within the slack: literals + 12 <= out_room */
         else
             memcpy(op, ip, literals);
         ip += literals;

@@ -1,9 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Reading the block framings of Kafka's LZ4 frame and snappy-java's xerial stream.
 
-The loops over the frame live here so that a batch of many blocks costs one Python-level
-call per block (into cramjam, which decompresses straight into the pooled buffer), not
-a dozen. Acceptance follows Java's readers (FORMAT.md §4.2, §4.3).
+A frame's blocks are decoded in one pass without the GIL by kcodec's own block decoders
+(csrc/lz4_block.c, csrc/snappy_block.c): a call per 64 KiB block into a library costs a
+GIL round trip each, and two threads then spend more time handing the GIL over than
+decoding. Those decoders decide only blocks the libraries certainly decode the same way;
+any other block goes to the library (cramjam: liblz4, and snappy), one Python-level call
+per block, and its verdict stands. Acceptance follows Java's readers (FORMAT.md §4.2, §4.3).
 """
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport uint8_t, uint32_t
@@ -26,6 +29,12 @@ cdef extern from "Python.h":
 
 cdef extern from "xxh32.h" nogil:
     uint32_t kc_xxh32(const void *data, size_t length, uint32_t seed)
+
+
+cdef extern from "snappy_block.h" nogil:
+    enum: KC_SNAPPY_SLACK
+    ptrdiff_t kc_snappy_length(const uint8_t *src, size_t n)
+    ptrdiff_t kc_snappy_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
 
 
 cdef extern from "lz4_block.h" nogil:
@@ -172,11 +181,11 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
 cdef enum:
     BLOCKS_DONE            # the end mark, or ``enough`` bytes
     BLOCKS_TRUNCATED       # no end mark
-    BLOCKS_BAD_SIZE        # the block at pos is larger than the frame allows or has
+    BLOCKS_BAD_SIZE        # the block at pos is larger than the frame allows or the data has
     BLOCKS_BAD_CHECKSUM    # the block at pos does not match its checksum
     BLOCKS_OVER_LIMIT      # the stored block at pos passes the limit
     BLOCKS_NEED_ROOM       # the block at pos needs more room in the sink
-    BLOCKS_UNDECIDED       # the block at pos is not one kc_lz4_block decides
+    BLOCKS_UNDECIDED       # the block at pos is not one the C decoders decide
 
 
 cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t max_block,
@@ -261,7 +270,7 @@ def snappy_into(data, Py_ssize_t limit, ScratchBuffer sink, Py_ssize_t enough=-1
         PyBuffer_Release(&view)
 
 
-cdef bint _xerial_magic(const uint8_t *p) noexcept:
+cdef bint _xerial_magic(const uint8_t *p) noexcept nogil:
     return (p[0] == 0x82 and p[1] == 0x53 and p[2] == 0x4E and p[3] == 0x41 and p[4] == 0x50
             and p[5] == 0x50 and p[6] == 0x59 and p[7] == 0)
 
@@ -269,19 +278,64 @@ cdef bint _xerial_magic(const uint8_t *p) noexcept:
 cdef int _snappy(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer sink,
                  Py_ssize_t enough) except -1:
     if n < 16 or not _xerial_magic(p):
-        return _snappy_block(p, n, limit, sink)  # a raw block, as librdkafka writes
+        return _snappy_raw(p, n, limit, sink)  # a raw block, as librdkafka writes
     cdef Py_ssize_t pos = 16
     cdef uint32_t length
-    while n - pos >= 4 and not 0 <= enough <= sink.length:  # Java ignores 1-3 trailing bytes
-        if n - pos >= 16 and _xerial_magic(p + pos):
-            pos += 16  # concatenated xerial streams
-            continue
+    cdef int status
+    while True:
+        with nogil:
+            status = _xerial_blocks(p, n, &pos, limit, &sink.mem, &sink.length, enough)
+        if status == BLOCKS_DONE:
+            return 0
         length = kc_get_be32(p + pos)
-        pos += 4
-        if length > 0x7FFFFFFF or length > n - pos:
+        if status == BLOCKS_BAD_SIZE:
             raise CompressionError(f"xerial snappy chunk of {length} bytes runs past the data")
-        _snappy_block(p + pos, length, limit, sink)
-        pos += length
+        if status == BLOCKS_NEED_ROOM:
+            sink.reserve(kc_snappy_length(p + pos + 4, length) + KC_SNAPPY_SLACK)
+            continue
+        _snappy_block(p + pos + 4, length, limit, sink)   # BLOCKS_UNDECIDED
+        pos += 4 + length
+
+
+cdef int _xerial_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t limit,
+                        Scratch *out, Py_ssize_t *length, Py_ssize_t enough) noexcept nogil:
+    """Decode the xerial stream's blocks from ``*pos`` into ``out`` after its ``*length``
+    bytes, without the GIL, until its end or a block that needs the caller (``*pos`` is then
+    at its length word); see the BLOCKS_ statuses."""
+    cdef uint32_t size
+    cdef const uint8_t *block
+    cdef ptrdiff_t stated
+    while n - pos[0] >= 4 and not 0 <= enough <= length[0]:  # Java ignores 1-3 trailing bytes
+        if n - pos[0] >= 16 and _xerial_magic(p + pos[0]):
+            pos[0] += 16  # concatenated xerial streams
+            continue
+        size = kc_get_be32(p + pos[0])
+        if size > 0x7FFFFFFF or size > n - pos[0] - 4:
+            return BLOCKS_BAD_SIZE
+        block = p + pos[0] + 4
+        stated = kc_snappy_length(block, size)
+        if stated < 0 or stated > 22 * <ptrdiff_t>size or length[0] + stated > limit:
+            return BLOCKS_UNDECIDED
+        if <size_t>(length[0] + stated + KC_SNAPPY_SLACK) > out.capacity:
+            return BLOCKS_NEED_ROOM
+        if kc_snappy_block(block, size, out.data + length[0], stated) < 0:
+            return BLOCKS_UNDECIDED
+        length[0] += stated
+        pos[0] += 4 + size
+    return BLOCKS_DONE
+
+
+cdef int _snappy_raw(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                     ScratchBuffer sink) except -1:
+    """One raw snappy block: decided by kc_snappy_block when it can, else by the library."""
+    cdef ptrdiff_t stated = kc_snappy_length(p, n), written = -1
+    if 0 <= stated <= 22 * n and sink.length + stated <= limit:
+        sink.reserve(stated + KC_SNAPPY_SLACK)
+        with nogil:
+            written = kc_snappy_block(p, n, sink.mem.data + sink.length, stated)
+    if written < 0:
+        return _snappy_block(p, n, limit, sink)
+    sink.length += written
     return 0
 
 
