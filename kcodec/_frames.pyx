@@ -16,7 +16,9 @@ from libc.string cimport memcpy
 import cramjam
 
 from kcodec._scratch cimport Scratch, ScratchBuffer
-from kcodec._native cimport kc_get_be32, kc_put_be32
+from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
+                             kc_lz4_block, kc_put_be32, kc_snappy_block, kc_snappy_length,
+                             kc_xxh32)
 
 from kcodec.errors import CompressionError, DecompressionLimitError
 
@@ -25,22 +27,6 @@ cdef extern from "Python.h":
     object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
     int PyBUF_READ
     int PyBUF_WRITE
-
-
-cdef extern from "xxh32.h" nogil:
-    uint32_t kc_xxh32(const void *data, size_t length, uint32_t seed)
-
-
-cdef extern from "snappy_block.h" nogil:
-    enum: KC_SNAPPY_SLACK
-    ptrdiff_t kc_snappy_length(const uint8_t *src, size_t n)
-    ptrdiff_t kc_snappy_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
-
-
-cdef extern from "lz4_block.h" nogil:
-    enum: KC_LZ4_SLACK
-    ptrdiff_t KC_LZ4_UNDECIDED
-    ptrdiff_t kc_lz4_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
 
 
 cdef object _lz4_compress_into = cramjam.lz4.compress_block_into

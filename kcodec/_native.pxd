@@ -1,5 +1,6 @@
 # The C boundary: declarations of the headers in csrc/. Every loop over bytes
 # that does not create Python objects lives there; the .pyx modules call it.
+from libc.stddef cimport ptrdiff_t
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 
@@ -8,6 +9,22 @@ cdef extern from "crc32c.h" nogil:
     const char *kc_crc32c_backend()
     uint32_t kc_crc32c(uint32_t crc, const void *data, size_t length)
     uint32_t kc_crc32(uint32_t crc, const void *data, size_t length)
+
+
+cdef extern from "xxh32.h" nogil:
+    uint32_t kc_xxh32(const void *data, size_t length, uint32_t seed)
+
+
+cdef extern from "lz4_block.h" nogil:
+    enum: KC_LZ4_SLACK
+    ptrdiff_t KC_LZ4_UNDECIDED
+    ptrdiff_t kc_lz4_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
+
+
+cdef extern from "snappy_block.h" nogil:
+    enum: KC_SNAPPY_SLACK
+    ptrdiff_t kc_snappy_length(const uint8_t *src, size_t n)
+    ptrdiff_t kc_snappy_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
 
 
 cdef extern from "endian.h" nogil:
