@@ -499,6 +499,22 @@ int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, c
     return decode_loop(c, b, p, end, count, err_at, 0, 0);
 }
 
+int32_t kc_complete_records(const uint8_t *p, const uint8_t *end, int32_t max,
+                            const uint8_t **boundary)
+{
+    int32_t found = 0;
+    while (found < max) {
+        int32_t length;
+        int n = kc_read_varint(p, end, &length, 0);
+        if (n <= 0 || length < 4 || length > end - p - n)
+            break;
+        p += n + length;
+        found++;
+    }
+    *boundary = p;
+    return found;
+}
+
 int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
                      const uint8_t *key, int64_t key_len, const uint8_t *value, int64_t value_len,
                      int32_t sequence)

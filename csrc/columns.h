@@ -100,6 +100,13 @@ void kc_columns_free(kc_columns *c);
 int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
                       int32_t count, const uint8_t **err_at);
 
+/* How many records (at most `max`) lie whole in [p, end), judged by their length prefixes
+ * alone, and where the last of them ends (*boundary). Stops early at a length prefix that
+ * is malformed or states under 4 bytes (left to kc_decode_records to judge, over all the
+ * records). Lets a batch be decoded block by block as it is decompressed. */
+int32_t kc_complete_records(const uint8_t *p, const uint8_t *end, int32_t max,
+                            const uint8_t **boundary);
+
 /* Appends one record given field by field (legacy records, decoded by the row reader).
  * KC_ERR_MEMORY also when, with views, data buffer 0 would pass INT32_MAX bytes. */
 int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,

@@ -7,7 +7,7 @@ v2 record region with the GIL released, so several threads can decode at once.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport INT32_MAX, INT64_MAX, INT64_MIN, int32_t, uint8_t, uint32_t
+from libc.stdint cimport INT32_MAX, INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
@@ -16,16 +16,17 @@ from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OF
                              KC_ERR_MEMORY, KC_OK,
                              kc_append_record, kc_batch_info, kc_buf, kc_columns,
                              kc_columns_free, kc_columns_init, kc_columns_reserve,
-                             kc_decode_records)
+                             kc_complete_records, kc_decode_records)
 from kcodec._layout cimport ATTR_HEADERS_FIRST, ATTR_NO_RECORD_ATTRIBUTES
 from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport ScratchBuffer, scratch_release_spares
+from kcodec._frames cimport lz4_frame_with_hook
 
 import numpy
 
 from kcodec._batch import RecordBatch
 from kcodec._headers_first import from_headers_first, meta_bounds, meta_prefix
-from kcodec.codecs import decompress_section
+from kcodec.codecs import decompress_section, get_max_decompressed_size
 from kcodec.errors import InvalidRecordError, KcodecError
 
 COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": KC_COL_KEY,
@@ -456,6 +457,116 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
         else "malformed record (varint, header count or size)", position=where)
 
 
+# ---- LZ4 batches decoded block by block -------------------------------------------------
+# A batch's records are decoded as each LZ4 block is decompressed, while the block is still
+# in cache, instead of being read back from a megabyte of fresh memory afterwards. Anything
+# unusual (a record that fails, a frame error, a block left to liblz4 that the hook cannot
+# follow) undoes what the batch added and leaves the batch to the ordinary path, which then
+# gives its exact verdict.
+
+cdef struct _Snapshot:
+    size_t lens[N_COLUMNS]
+    int64_t n
+    int64_t n_headers
+
+
+cdef void _snapshot(kc_columns *c, _Snapshot *s) noexcept:
+    cdef kc_buf *bufs[N_COLUMNS]
+    cdef int i
+    _buffers(c, bufs)
+    for i in range(N_COLUMNS):
+        s.lens[i] = bufs[i].len
+    s.n = c.n
+    s.n_headers = c.n_headers
+
+
+cdef void _restore(kc_columns *c, _Snapshot *s) noexcept:
+    cdef kc_buf *bufs[N_COLUMNS]
+    cdef int i
+    _buffers(c, bufs)
+    for i in range(N_COLUMNS):
+        bufs[i].len = s.lens[i]
+    c.n = s.n
+    c.n_headers = s.n_headers
+
+
+cdef struct _BlockByBlock:
+    kc_columns *c
+    kc_batch_info *info
+    Py_ssize_t decoded     # bytes of records decoded so far
+    int32_t remaining      # records not decoded yet
+
+
+cdef int _decode_whole_records(void *context, const uint8_t *data,
+                               Py_ssize_t length) noexcept nogil:
+    """The block hook: decode the records that now lie whole in data[0, length)."""
+    cdef _BlockByBlock *run = <_BlockByBlock *>context
+    cdef const uint8_t *start = data + run.decoded
+    cdef const uint8_t *boundary
+    cdef const uint8_t *err_at
+    cdef int32_t found = kc_complete_records(start, data + length, run.remaining, &boundary)
+    if found == 0:
+        return 0
+    run.info.view_base = data   # views are offsets into the records, wherever they now lie
+    if kc_decode_records(run.c, run.info, start, boundary, found, &err_at) != KC_OK:
+        return 1
+    run.decoded = boundary - data
+    run.remaining -= found
+    return 0
+
+
+cdef bint _decode_lz4_by_block(_Chunk chunk, object batch, bint strict, bint validate_crc,
+                               tuple offsets, tuple timestamps, object max_decompressed_size,
+                               _ViewSources sources) except -1:
+    """Decode a magic-2 LZ4 batch block by block; False when it is left to the ordinary
+    path (and the columns are as they were)."""
+    cdef _Task task
+    cdef _BlockByBlock run
+    cdef _Snapshot before
+    cdef Py_buffer view
+    cdef Py_ssize_t header = batch.header_size
+    cdef int stopped
+    whole = batch.buffer
+    PyObject_GetBuffer(whole, &view, PyBUF_SIMPLE)   # whole keeps the bytes alive
+    cdef const uint8_t *p = <const uint8_t *>view.buf
+    cdef Py_ssize_t n = view.len
+    PyBuffer_Release(&view)
+    if validate_crc and crc32c_update(0, p + 21, <size_t>(n - 21)) != <uint32_t>batch.crc:
+        return False   # the ordinary path raises the checksum error
+    limit = get_max_decompressed_size() if max_decompressed_size is None else max_decompressed_size
+    records = ScratchBuffer(min(limit, 4 * (n - header) + 1024))
+    _fill_info(&task.info, batch, strict, offsets, timestamps)
+    if sources is not None:
+        task.info.view_buffer = <int32_t>len(sources.found) + 1   # what place() gives it
+    run.c = &chunk.c
+    run.info = &task.info
+    run.decoded = 0
+    run.remaining = batch.record_count
+    _snapshot(&chunk.c, &before)
+    try:
+        stopped = lz4_frame_with_hook(p + header, n - header, limit, records,
+                                      _decode_whole_records, &run)
+    except KcodecError:
+        stopped = 1
+    cdef const uint8_t *err_at
+    if not stopped:
+        task.info.view_base = records.mem.data
+        stopped = (run.decoded != records.length if run.remaining == 0 else
+                   kc_decode_records(&chunk.c, &task.info, records.mem.data + run.decoded,
+                                     records.mem.data + records.length, run.remaining,
+                                     &err_at) != KC_OK)
+    if stopped:
+        _restore(&chunk.c, &before)
+        return False
+    if sources is not None:
+        if <size_t>records.length < records.mem.capacity // 2:
+            records.shrink()   # kept as long as the views: not with half of it unused
+        task.start = records.mem.data
+        task.end = task.start + records.length
+        sources.place(&task, records, False)
+    return True
+
+
 cdef int _append_legacy(_Chunk chunk, object entry, tuple offsets, tuple timestamps) except -1:
     cdef kc_batch_info info
     cdef const uint8_t *key
@@ -521,6 +632,11 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
     cdef _Run run = _Run(len(entries))
     for entry in entries:
         if type(entry) is RecordBatch:
+            if entry.compression_id == 3 and entry.magic == 2 and entry.record_count > 0:
+                _flush(chunk, run)
+                if _decode_lz4_by_block(chunk, entry, strict, validate_crc, offsets,
+                                        timestamps, max_decompressed_size, sources):
+                    continue
             _queue_v2(run, entry, want, strict, validate_crc, offsets, timestamps,
                       max_decompressed_size, sources)
             if entry.compression_id or entry.header_size != 61:  # own buffers, or magic 3

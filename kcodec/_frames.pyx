@@ -103,13 +103,21 @@ def lz4_frame_into(data, int magic, Py_ssize_t limit, ScratchBuffer sink,
     cdef Py_buffer view
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
-        _lz4_frame(<const uint8_t *>view.buf, view.len, magic, limit, sink, enough)
+        _lz4_frame(<const uint8_t *>view.buf, view.len, magic, limit, sink, enough, NULL, NULL)
     finally:
         PyBuffer_Release(&view)
 
 
+cdef int lz4_frame_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                             ScratchBuffer sink, block_hook hook, void *context) except -1:
+    """A magic-2 LZ4 frame into sink, as lz4_frame_into, calling ``hook`` after each block
+    (while the block is still in cache); 1 when the hook stopped it."""
+    return _lz4_frame(p, n, 2, limit, sink, -1, hook, context)
+
+
 cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
-                    ScratchBuffer sink, Py_ssize_t enough) except -1:
+                    ScratchBuffer sink, Py_ssize_t enough, block_hook hook,
+                    void *context) except -1:
     if n < 7 or _le32(p) != 0x184D2204:
         raise CompressionError("not an LZ4 frame")
     cdef int flg = p[4], bd = p[5]
@@ -135,9 +143,11 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
     while True:
         with nogil:
             status = _lz4_blocks(p, n, &pos, max_block, block_checksum, limit, &sink.mem,
-                                 &sink.length, enough)
+                                 &sink.length, enough, hook, context)
         if status == BLOCKS_DONE:
             return 0  # a content checksum is not verified, trailing bytes ignored: as Java
+        if status == BLOCKS_STOPPED:
+            return 1
         if status == BLOCKS_TRUNCATED:
             raise CompressionError("Stream ended prematurely (no LZ4 end mark)")
         size = _le32(p + pos) & 0x7FFFFFFF
@@ -162,6 +172,8 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
             raise CompressionError("corrupt LZ4 block")
         sink.length += written
         pos += 4 + size + (4 if block_checksum else 0)
+        if hook != NULL and hook(context, sink.mem.data, sink.length):
+            return 1
 
 
 cdef enum:
@@ -172,14 +184,16 @@ cdef enum:
     BLOCKS_OVER_LIMIT      # the stored block at pos passes the limit
     BLOCKS_NEED_ROOM       # the block at pos needs more room in the sink
     BLOCKS_UNDECIDED       # the block at pos is not one the C decoders decide
+    BLOCKS_STOPPED         # the hook stopped the frame
 
 
 cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t max_block,
                      bint block_checksum, Py_ssize_t limit, Scratch *out, Py_ssize_t *length,
-                     Py_ssize_t enough) noexcept nogil:
+                     Py_ssize_t enough, block_hook hook, void *context) noexcept nogil:
     """Decode the frame's blocks from ``*pos`` (a block's size word) into ``out`` after its
     ``*length`` bytes, without the GIL, until the end mark or a block that needs the caller
-    (``*pos`` is then at that block); see the BLOCKS_ statuses."""
+    (``*pos`` is then at that block); see the BLOCKS_ statuses. ``hook`` (when not NULL)
+    follows each block."""
     cdef uint32_t word
     cdef Py_ssize_t size, after, budget, bound
     cdef ptrdiff_t written
@@ -218,6 +232,8 @@ cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t
             size = written
         length[0] += size
         pos[0] = after
+        if hook != NULL and hook(context, out.data, length[0]):
+            return BLOCKS_STOPPED
 
 
 cdef void _copy(ScratchBuffer sink, const uint8_t *src, Py_ssize_t size) noexcept:

@@ -209,6 +209,17 @@ def _binary(pa: Any, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | 
                                                  pa.py_buffer(data)])
 
 
+def _header_keys(pa: Any, keys: Any) -> Any:
+    """Header keys as strings, checked as UTF-8 (a cast that copies nothing); malformed keys
+    are decoded with U+FFFD, as Java and the row API decode them."""
+    large = pa.types.is_large_binary(keys.type)
+    try:
+        return keys.cast(pa.large_string() if large else pa.string())
+    except pa.ArrowInvalid:
+        return pa.array([k.decode("utf-8", "replace") for k in keys.to_pylist()],
+                        pa.large_string() if large else pa.string())
+
+
 def _constant_strings(pa: Any, text: str | None, n: int) -> Any:
     if text is None:
         return pa.nulls(n, pa.string())
@@ -253,8 +264,8 @@ def _record_batch(chunk: dict[str, Any], names: Sequence[str], topic: str | None
         elif name == "timestampType":
             column = pa.array(chunk["timestamp_type"].astype(np.int32))
         elif name == "headers":
-            keys = _binary(pa, chunk["header_key_offsets"], chunk["header_key_data"], None,
-                           "string")
+            keys = _header_keys(pa, _binary(pa, chunk["header_key_offsets"],
+                                            chunk["header_key_data"], None))
             values = _binary(pa, chunk["header_value_offsets"], chunk["header_value_data"],
                              chunk["header_value_valid"])
             struct = pa.StructArray.from_arrays([keys, values], names=["key", "value"])

@@ -299,3 +299,73 @@ def test_empty_input_with_binary_views() -> None:
     pa = pytest.importorskip("pyarrow")
     table = kcodec.decode_arrow(b"", binary_view=True)
     assert table.num_rows == 0 and table.schema.field("value").type == pa.binary_view()
+
+
+def _lz4_batch_of_records(header: bytes, records: bytes, count: int,
+                          base_offset: int = 0) -> bytes:
+    """``header`` (an uncompressed v2 batch's first 61 bytes) made an LZ4 batch of the
+    (possibly malformed) records region ``records``."""
+    from kcodec import codecs
+    batch = bytearray(header) + codecs.compress("lz4", records)
+    batch[0:8] = base_offset.to_bytes(8, "big")
+    batch[8:12] = (len(batch) - 12).to_bytes(4, "big")
+    batch[22] |= 3   # attributes: lz4
+    batch[57:61] = count.to_bytes(4, "big")
+    batch[17:21] = kcodec.crc32c(bytes(batch[21:])).to_bytes(4, "big")
+    return bytes(batch)
+
+
+@pytest.mark.parametrize("views", [False, True])
+def test_lz4_batches_decoded_block_by_block_keep_every_verdict(views: bool) -> None:
+    """LZ4 batches are decoded as each block is decompressed; a batch that goes wrong part
+    way is undone and given the ordinary verdict, and the batches before it are intact."""
+    def decode(log: bytes) -> Any:
+        if views:
+            return kcodec.decode_arrow(log, binary_view=True)
+        return kcodec.decode_columns(log)
+
+    good = _batch_of(0, 2000, 300)   # records spanning ~10 blocks once compressed
+    header, records = good[:61], good[61:]
+    lz4_good = _lz4_batch_of_records(header, records, 2000)
+    assert column_rows(kcodec.decode_columns(lz4_good, include_headers=True)) == column_rows(
+        kcodec.decode_columns(good, include_headers=True))
+    if views:
+        assert decode(lz4_good).column("value").to_pylist() == [
+            bytes([i % 251]) * 300 for i in range(2000)]
+    damaged = bytearray(records)
+    at = 0
+    for _ in range(1500):   # to record 1500, in a late block
+        length, after = kcodec.decode_varint(records, at)
+        at = after + length
+    damaged[at] = damaged[at] & 0x80 | (damaged[at] + 2) & 0x7F   # its length, 1 more
+    for bad in [_lz4_batch_of_records(header, bytes(damaged), 2000, 2000),
+                _lz4_batch_of_records(header, records, 2001, 2000),
+                _lz4_batch_of_records(header, records + b"\0\0", 2000, 2000),
+                _lz4_batch_of_records(header, records, 2**31 - 1, 2000)]:
+        with pytest.raises(InvalidRecordError) as caught:
+            decode(lz4_good + bad)
+        assert caught.value.position == len(lz4_good)
+    truncated = bytearray(lz4_good[:-9])   # the frame loses its end mark
+    truncated[8:12] = (len(truncated) - 12).to_bytes(4, "big")
+    truncated[17:21] = kcodec.crc32c(bytes(truncated[21:])).to_bytes(4, "big")
+    with pytest.raises(CompressionError):
+        decode(bytes(truncated))
+
+
+def test_malformed_utf8_header_keys_decode_as_java_does() -> None:
+    """Arrow's string columns must be valid UTF-8: malformed keys get U+FFFD, as in Java and
+    the row API."""
+    pytest.importorskip("pyarrow")
+    builder = kcodec.BatchBuilder()
+    builder.append(b"v", key=b"k", headers=[("ok", b"1")])
+    builder.append(b"w", key=b"k", headers=[("ok", b"2")])
+    batch = bytearray(builder.build())
+    at = batch.rindex(b"ok")
+    batch[at] = 0xFF   # the second record's header key: b"\xffk"
+    batch[17:21] = kcodec.crc32c(bytes(batch[21:])).to_bytes(4, "big")
+    rows = [r.headers[0][0] for b in kcodec.read_batches(bytes(batch)) for r in b]
+    for views in (False, True):
+        table = kcodec.decode_arrow(bytes(batch), include_headers=True, binary_view=views)
+        table.validate(full=True)
+        keys = [h[0]["key"] for h in table.column("headers").to_pylist()]
+        assert keys == rows == ["ok", "\ufffdk"]
