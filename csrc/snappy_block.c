@@ -78,19 +78,13 @@ ptrdiff_t kc_snappy_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap
             offset = (uint64_t)(tag >> 5) << 8 | ip[0];
             ip += 1;
             break;
-        case 2:   /* copy: length 1-64 in the tag, a 2-byte offset */
-            if (iend - ip < 2)
+        default:  /* copy: length 1-64 in the tag, a 2-byte (tag 2) or 4-byte offset */
+            extra = (tag & 3) == 2 ? 2 : 4;
+            if ((size_t)(iend - ip) < extra)
                 return KC_SNAPPY_UNDECIDED;
             length = 1 + (tag >> 2);
-            offset = le(ip, 2);
-            ip += 2;
-            break;
-        default:  /* copy: length 1-64 in the tag, a 4-byte offset */
-            if (iend - ip < 4)
-                return KC_SNAPPY_UNDECIDED;
-            length = 1 + (tag >> 2);
-            offset = le(ip, 4);
-            ip += 4;
+            offset = le(ip, extra);
+            ip += extra;
             break;
         }
         if (offset == 0 || offset > (uint64_t)(op - dst) || length > (uint64_t)(oend - op))

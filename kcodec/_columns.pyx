@@ -377,14 +377,22 @@ cdef int _queue_v2(_Run run, object batch, unsigned want, bint strict, bint vali
         task.end = task.start + records.length
         keep = records
     if sources is not None and count:
-        if keep is records and <size_t>records.length < records.mem.capacity // 2:
-            records.shrink()   # kept as long as the views: not with half of it unused
-            task.start = records.mem.data
-            task.end = task.start + records.length
+        if keep is records:
+            _keep_decompressed(task, records)
         sources.place(task, keep, keep is whole)
     run.batches.append(batch)
     run.keep.append(keep)
     run.n += 1
+    return 0
+
+
+cdef int _keep_decompressed(_Task *task, ScratchBuffer records) except -1:
+    """Point ``task`` at decompressed records that binary views will keep (as long as the
+    views live: not with half of the buffer unused)."""
+    if <size_t>records.length < records.mem.capacity // 2:
+        records.shrink()
+    task.start = records.mem.data
+    task.end = task.start + records.length
     return 0
 
 
@@ -559,10 +567,7 @@ cdef bint _decode_lz4_by_block(_Chunk chunk, object batch, bint strict, bint val
         _restore(&chunk.c, &before)
         return False
     if sources is not None:
-        if <size_t>records.length < records.mem.capacity // 2:
-            records.shrink()   # kept as long as the views: not with half of it unused
-        task.start = records.mem.data
-        task.end = task.start + records.length
+        _keep_decompressed(&task, records)
         sources.place(&task, records, False)
     return True
 
