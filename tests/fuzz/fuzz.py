@@ -6,6 +6,7 @@ input in the files or folders once, without atheris (as under a sanitizer build)
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from collections.abc import Callable
@@ -24,6 +25,18 @@ def replay(target: str, paths: list[Path]) -> None:
     print(f"{target}: {len(files)} inputs replayed, 0 failures")
 
 
+def target_names() -> list[str]:
+    """The keys of fuzz_targets.TARGETS, read without importing it: kcodec may be imported
+    only once libFuzzer is loaded."""
+    tree = ast.parse((Path(__file__).parent / "fuzz_targets.py").read_text())
+    for node in tree.body:
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and node.target.id == "TARGETS" and isinstance(node.value, ast.Dict)):
+            return [key.value for key in node.value.keys
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str)]
+    raise LookupError("no TARGETS in fuzz_targets.py")
+
+
 def main(argv: list[str]) -> None:
     if len(argv) >= 2 and argv[1] == "--seeds":
         from fuzz_seeds import write_seeds
@@ -34,6 +47,11 @@ def main(argv: list[str]) -> None:
     if len(argv) >= 3 and argv[1] == "--replay":
         replay(argv[2], [Path(p) for p in argv[3:]])
         return
+    names = target_names()
+    if len(argv) < 2 or argv[1] not in names:
+        # checked before libFuzzer starts, which would take an exit for a crash (and save
+        # the input it was running)
+        sys.exit(f"usage: fuzz.py {{{','.join(names)}}} [libFuzzer options] CORPUS...")
     import atheris
     chosen: list[Callable[[bytes], None]] = []
 
@@ -41,10 +59,6 @@ def main(argv: list[str]) -> None:
         if not chosen:  # kcodec is imported once libFuzzer is loaded (see below)
             with atheris.instrument_imports(include=["kcodec"]):
                 from fuzz_targets import TARGETS
-            if argv[1] not in TARGETS:
-                print(f"usage: fuzz.py {{{','.join(TARGETS)}}} [libFuzzer options] CORPUS...",
-                      file=sys.stderr)
-                os._exit(2)
             chosen.append(TARGETS[argv[1]])
         chosen[0](data)
 
