@@ -4,8 +4,20 @@ from kcodec._scratch cimport ScratchBuffer
 
 
 # Called without the GIL after each block of a frame is decoded, with the sink's data and
-# its length so far; a nonzero return stops the frame (lz4_frame_with_hook returns 1).
-ctypedef int (*block_hook)(void *context, const uint8_t *data, Py_ssize_t length) noexcept nogil
+# its length so far. Returns how many bytes at the front of the data it is done with, which
+# the frame then drops from the sink (its blocks are independent: no later block refers
+# back to them), or -1 to stop the frame (the *_with_hook call then returns 1).
+ctypedef Py_ssize_t (*block_hook)(void *context, const uint8_t *data,
+                                  Py_ssize_t length) noexcept nogil
 
+cdef struct BlockHook:
+    block_hook call
+    void *context
+    Py_ssize_t dropped   # bytes the hook was done with that the sink no longer holds
+
+# A magic-2 LZ4 frame, and an xerial snappy stream (or a raw snappy block), into sink, as
+# lz4_frame_into and snappy_into do, calling the hook after each block.
 cdef int lz4_frame_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
-                             ScratchBuffer sink, block_hook hook, void *context) except -1
+                             ScratchBuffer sink, BlockHook *hook) except -1
+cdef int snappy_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                          ScratchBuffer sink, BlockHook *hook) except -1

@@ -11,7 +11,7 @@ per block, and its verdict stands. Acceptance follows Java's readers (FORMAT.md 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport uint8_t, uint32_t
 from libc.stddef cimport ptrdiff_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 
 import cramjam
 
@@ -103,21 +103,39 @@ def lz4_frame_into(data, int magic, Py_ssize_t limit, ScratchBuffer sink,
     cdef Py_buffer view
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
-        _lz4_frame(<const uint8_t *>view.buf, view.len, magic, limit, sink, enough, NULL, NULL)
+        _lz4_frame(<const uint8_t *>view.buf, view.len, magic, limit, sink, enough, NULL)
     finally:
         PyBuffer_Release(&view)
 
 
 cdef int lz4_frame_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
-                             ScratchBuffer sink, block_hook hook, void *context) except -1:
+                             ScratchBuffer sink, BlockHook *hook) except -1:
     """A magic-2 LZ4 frame into sink, as lz4_frame_into, calling ``hook`` after each block
     (while the block is still in cache); 1 when the hook stopped it."""
-    return _lz4_frame(p, n, 2, limit, sink, -1, hook, context)
+    return _lz4_frame(p, n, 2, limit, sink, -1, hook)
+
+
+cdef inline Py_ssize_t _dropped(BlockHook *hook) noexcept nogil:
+    return 0 if hook == NULL else hook.dropped
+
+
+cdef bint _after_block(BlockHook *hook, Scratch *out, Py_ssize_t *length) noexcept nogil:
+    """Call the hook (if any) on what the sink holds; drop what it is done with. True when
+    it stops the frame."""
+    if hook == NULL:
+        return False
+    cdef Py_ssize_t done = hook.call(hook.context, out.data, length[0])
+    if done < 0:
+        return True
+    if done:
+        memmove(out.data, out.data + done, length[0] - done)
+        length[0] -= done
+        hook.dropped += done
+    return False
 
 
 cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
-                    ScratchBuffer sink, Py_ssize_t enough, block_hook hook,
-                    void *context) except -1:
+                    ScratchBuffer sink, Py_ssize_t enough, BlockHook *hook) except -1:
     if n < 7 or _le32(p) != 0x184D2204:
         raise CompressionError("not an LZ4 frame")
     cdef int flg = p[4], bd = p[5]
@@ -143,7 +161,7 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
     while True:
         with nogil:
             status = _lz4_blocks(p, n, &pos, max_block, block_checksum, limit, &sink.mem,
-                                 &sink.length, enough, hook, context)
+                                 &sink.length, enough, hook)
         if status == BLOCKS_DONE:
             return 0  # a content checksum is not verified, trailing bytes ignored: as Java
         if status == BLOCKS_STOPPED:
@@ -155,7 +173,7 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
             raise CompressionError(f"LZ4 block of {size} bytes is invalid here")
         if status == BLOCKS_BAD_CHECKSUM:
             raise CompressionError("LZ4 block checksum mismatch")
-        budget = limit - sink.length
+        budget = limit - _dropped(hook) - sink.length
         if status == BLOCKS_OVER_LIMIT:
             raise DecompressionLimitError.exceeding(limit)
         if status == BLOCKS_NEED_ROOM:
@@ -172,7 +190,7 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
             raise CompressionError("corrupt LZ4 block")
         sink.length += written
         pos += 4 + size + (4 if block_checksum else 0)
-        if hook != NULL and hook(context, sink.mem.data, sink.length):
+        if _after_block(hook, &sink.mem, &sink.length):
             return 1
 
 
@@ -189,7 +207,7 @@ cdef enum:
 
 cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t max_block,
                      bint block_checksum, Py_ssize_t limit, Scratch *out, Py_ssize_t *length,
-                     Py_ssize_t enough, block_hook hook, void *context) noexcept nogil:
+                     Py_ssize_t enough, BlockHook *hook) noexcept nogil:
     """Decode the frame's blocks from ``*pos`` (a block's size word) into ``out`` after its
     ``*length`` bytes, without the GIL, until the end mark or a block that needs the caller
     (``*pos`` is then at that block); see the BLOCKS_ statuses. ``hook`` (when not NULL)
@@ -199,7 +217,7 @@ cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t
     cdef ptrdiff_t written
     cdef const uint8_t *block
     while True:
-        if 0 <= enough <= length[0]:
+        if 0 <= enough <= _dropped(hook) + length[0]:
             return BLOCKS_DONE
         if n - pos[0] < 4:
             return BLOCKS_TRUNCATED
@@ -215,7 +233,7 @@ cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t
             if n - after < 4 or _le32(p + after) != kc_xxh32(block, size, 0):
                 return BLOCKS_BAD_CHECKSUM
             after += 4
-        budget = limit - length[0]
+        budget = limit - _dropped(hook) - length[0]
         if word & <uint32_t>0x80000000:  # stored uncompressed
             if size > budget:
                 return BLOCKS_OVER_LIMIT
@@ -232,7 +250,7 @@ cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t
             size = written
         length[0] += size
         pos[0] = after
-        if hook != NULL and hook(context, out.data, length[0]):
+        if _after_block(hook, out, length):
             return BLOCKS_STOPPED
 
 
@@ -243,6 +261,7 @@ cdef void _copy(ScratchBuffer sink, const uint8_t *src, Py_ssize_t size) noexcep
 
 cdef int _snappy_block(const uint8_t *block, Py_ssize_t size, Py_ssize_t limit,
                        ScratchBuffer sink) except -1:
+    """One block decoded by the library; ``limit`` counts from the sink's length."""
     source = _view(block, size)
     try:
         expected = _snappy_raw_len(source)
@@ -267,7 +286,7 @@ def snappy_into(data, Py_ssize_t limit, ScratchBuffer sink, Py_ssize_t enough=-1
     cdef Py_buffer view
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
-        _snappy(<const uint8_t *>view.buf, view.len, limit, sink, enough)
+        _snappy(<const uint8_t *>view.buf, view.len, limit, sink, enough, NULL)
     finally:
         PyBuffer_Release(&view)
 
@@ -277,37 +296,53 @@ cdef bint _xerial_magic(const uint8_t *p) noexcept nogil:
             and p[5] == 0x50 and p[6] == 0x59 and p[7] == 0)
 
 
+cdef int snappy_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                          ScratchBuffer sink, BlockHook *hook) except -1:
+    """An xerial stream (or a raw snappy block) into sink, as snappy_into, calling ``hook``
+    after each block; 1 when the hook stopped it."""
+    return _snappy(p, n, limit, sink, -1, hook)
+
+
 cdef int _snappy(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer sink,
-                 Py_ssize_t enough) except -1:
+                 Py_ssize_t enough, BlockHook *hook) except -1:
     if n < 16 or not _xerial_magic(p):
-        return _snappy_raw(p, n, limit, sink)  # a raw block, as librdkafka writes
+        _snappy_raw(p, n, limit, sink)  # a raw block, as librdkafka writes
+        return _after_block(hook, &sink.mem, &sink.length)
     cdef Py_ssize_t pos = 16
     cdef uint32_t length
     cdef int status
     while True:
         with nogil:
-            status = _xerial_blocks(p, n, &pos, limit, &sink.mem, &sink.length, enough)
+            status = _xerial_blocks(p, n, &pos, limit, &sink.mem, &sink.length, enough, hook)
         if status == BLOCKS_DONE:
             return 0
+        if status == BLOCKS_STOPPED:
+            return 1
         length = kc_get_be32(p + pos)
         if status == BLOCKS_BAD_SIZE:
             raise CompressionError(f"xerial snappy chunk of {length} bytes runs past the data")
         if status == BLOCKS_NEED_ROOM:
             sink.reserve(kc_snappy_length(p + pos + 4, length) + KC_SNAPPY_SLACK)
             continue
-        _snappy_block(p + pos + 4, length, limit, sink)   # BLOCKS_UNDECIDED
+        # BLOCKS_UNDECIDED
+        _snappy_block(p + pos + 4, length, limit - _dropped(hook), sink)
         pos += 4 + length
+        if _after_block(hook, &sink.mem, &sink.length):
+            return 1
 
 
 cdef int _xerial_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t limit,
-                        Scratch *out, Py_ssize_t *length, Py_ssize_t enough) noexcept nogil:
+                        Scratch *out, Py_ssize_t *length, Py_ssize_t enough,
+                        BlockHook *hook) noexcept nogil:
     """Decode the xerial stream's blocks from ``*pos`` into ``out`` after its ``*length``
     bytes, without the GIL, until its end or a block that needs the caller (``*pos`` is then
-    at its length word); see the BLOCKS_ statuses."""
+    at its length word); see the BLOCKS_ statuses. ``hook`` (when not NULL) follows each
+    block."""
     cdef uint32_t size
     cdef const uint8_t *block
     cdef ptrdiff_t stated
-    while n - pos[0] >= 4 and not 0 <= enough <= length[0]:  # Java ignores 1-3 trailing bytes
+    # Java ignores 1-3 trailing bytes
+    while n - pos[0] >= 4 and not 0 <= enough <= _dropped(hook) + length[0]:
         if n - pos[0] >= 16 and _xerial_magic(p + pos[0]):
             pos[0] += 16  # concatenated xerial streams
             continue
@@ -316,7 +351,8 @@ cdef int _xerial_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssiz
             return BLOCKS_BAD_SIZE
         block = p + pos[0] + 4
         stated = kc_snappy_length(block, size)
-        if stated < 0 or stated > 22 * <ptrdiff_t>size or length[0] + stated > limit:
+        if (stated < 0 or stated > 22 * <ptrdiff_t>size or
+                _dropped(hook) + length[0] + stated > limit):
             return BLOCKS_UNDECIDED
         if <size_t>(length[0] + stated + KC_SNAPPY_SLACK) > out.capacity:
             return BLOCKS_NEED_ROOM
@@ -324,6 +360,8 @@ cdef int _xerial_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssiz
             return BLOCKS_UNDECIDED
         length[0] += stated
         pos[0] += 4 + size
+        if _after_block(hook, out, length):
+            return BLOCKS_STOPPED
     return BLOCKS_DONE
 
 

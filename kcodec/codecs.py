@@ -144,17 +144,27 @@ def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
 
 
 def _zstd_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
+    """Into windows of the sink: first of the frame's stated size (Java's frames state none,
+    so then a guess from the compressed size), then what is left of it, then 1 MiB at a
+    time. A small batch so never reserves a large buffer, which binary views would keep."""
     dctx = _zstd_decompressor()
+    try:
+        stated = zstandard.frame_content_size(data)
+    except zstandard.ZstdError:
+        stated = -1   # the reader below says what is wrong
+    # (the guess is decompress_to_scratch's first buffer size)
+    window = stated + 1 if stated >= 0 else 4 * len(data) + 1024
     try:
         with dctx.stream_reader(data, read_across_frames=True, read_size=1 << 17) as reader:
             while True:
-                want = min(1 << 20, limit - len(sink) + 1)
-                got = reader.readinto(sink.window(want))
+                window = min(window, 1 << 20, limit - len(sink) + 1)
+                got = reader.readinto(sink.window(window))
                 if not got:
                     return
                 sink.commit(got)
                 if len(sink) > limit:
                     raise DecompressionLimitError.exceeding(limit)
+                window = window - got if got < window else 1 << 20
     except zstandard.ZstdError as exc:
         raise CompressionError(f"corrupt zstd data: {exc}") from None
 

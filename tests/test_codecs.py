@@ -194,6 +194,35 @@ def test_zstd_frames() -> None:
         C.decompress("zstd", with_size + b"GARBAGE!")
 
 
+@pytest.mark.parametrize("size", [0, 1, 5000, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 3 << 20])
+def test_zstd_frames_with_and_without_their_size(size: int) -> None:
+    """zstd output is read in windows sized from the frame's stated size when it has one
+    (zstandard's one-shot frames), else from the compressed size (Java's streamed frames);
+    every mix comes out whole, and the limit holds to the byte."""
+    import zstandard
+    data = bytes(range(251)) * (size // 251) + bytes(size % 251)
+    sized = zstandard.ZstdCompressor().compress(data)
+    assert zstandard.frame_content_size(sized) == size
+    unsized = C.compress("zstd", data)
+    assert zstandard.frame_content_size(unsized) == -1
+    for packed, expected in [(sized, data), (unsized, data), (sized + unsized, data + data),
+                             (unsized + sized, data + data)]:
+        assert C.decompress("zstd", packed, max_size=len(expected)) == expected
+        if expected:
+            with pytest.raises(DecompressionLimitError):
+                C.decompress("zstd", packed, max_size=len(expected) - 1)
+
+
+def test_zstd_frame_stating_a_wrong_size() -> None:
+    import zstandard
+    sized = bytearray(zstandard.ZstdCompressor().compress(b"x" * 200))
+    assert sized[4] & 0xC0 == 0 and sized[5] == 200   # a 1-byte content size field
+    for stated in (199, 201, 255):
+        sized[5] = stated
+        with pytest.raises(CompressionError):
+            C.decompress("zstd", bytes(sized))
+
+
 # ---- bounds --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("codec", CODECS)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import kcodec
 from kcodec import ControlType
-from kcodec.errors import CompressionError, InvalidRecordError, KcodecError
+from kcodec.errors import CompressionError, DecompressionLimitError, InvalidRecordError, KcodecError
 
 from .conftest import VECTORS, real_segments
 
@@ -301,55 +301,108 @@ def test_empty_input_with_binary_views() -> None:
     assert table.num_rows == 0 and table.schema.field("value").type == pa.binary_view()
 
 
-def _lz4_batch_of_records(header: bytes, records: bytes, count: int,
-                          base_offset: int = 0) -> bytes:
-    """``header`` (an uncompressed v2 batch's first 61 bytes) made an LZ4 batch of the
-    (possibly malformed) records region ``records``."""
+def _compressed_batch_of_records(codec: str, header: bytes, records: bytes, count: int,
+                                 base_offset: int = 0) -> bytes:
+    """``header`` (an uncompressed v2 batch's first 61 bytes) made a batch of the (possibly
+    malformed) records region ``records`` compressed with ``codec``."""
     from kcodec import codecs
-    batch = bytearray(header) + codecs.compress("lz4", records)
+    batch = bytearray(header) + codecs.compress(codec, records)
     batch[0:8] = base_offset.to_bytes(8, "big")
     batch[8:12] = (len(batch) - 12).to_bytes(4, "big")
-    batch[22] |= 3   # attributes: lz4
+    batch[22] |= int(kcodec.Compression[codec.upper()])
     batch[57:61] = count.to_bytes(4, "big")
     batch[17:21] = kcodec.crc32c(bytes(batch[21:])).to_bytes(4, "big")
     return bytes(batch)
 
 
-@pytest.mark.parametrize("views", [False, True])
-def test_lz4_batches_decoded_block_by_block_keep_every_verdict(views: bool) -> None:
-    """LZ4 batches are decoded as each block is decompressed; a batch that goes wrong part
-    way is undone and given the ordinary verdict, and the batches before it are intact."""
-    def decode(log: bytes) -> Any:
-        if views:
-            return kcodec.decode_arrow(log, binary_view=True)
-        return kcodec.decode_columns(log)
-
-    good = _batch_of(0, 2000, 300)   # records spanning ~10 blocks once compressed
-    header, records = good[:61], good[61:]
-    lz4_good = _lz4_batch_of_records(header, records, 2000)
-    assert column_rows(kcodec.decode_columns(lz4_good, include_headers=True)) == column_rows(
-        kcodec.decode_columns(good, include_headers=True))
+def _decode(log: bytes, views: bool, **options: Any) -> Any:
     if views:
-        assert decode(lz4_good).column("value").to_pylist() == [
-            bytes([i % 251]) * 300 for i in range(2000)]
+        return kcodec.decode_arrow(log, binary_view=True, **options)
+    return kcodec.decode_columns(log, **options)
+
+
+@pytest.mark.parametrize("views", [False, True])
+@pytest.mark.parametrize("codec", ["lz4", "snappy"])
+def test_batches_decoded_block_by_block_keep_every_verdict(codec: str, views: bool) -> None:
+    """LZ4 and snappy batches are decoded as each block is decompressed (past 4 MiB, without
+    views, dropping the records decoded); a batch that goes wrong part way is undone and
+    given the ordinary verdict, and the batches before it are intact."""
+    good = _batch_of(0, 16000, 300)   # 5 MiB of records: ~80 LZ4 (~160 snappy) blocks
+    header, records = good[:61], good[61:]
+    compressed_good = _compressed_batch_of_records(codec, header, records, 16000)
+    assert column_rows(kcodec.decode_columns(compressed_good, include_headers=True)) == (
+        column_rows(kcodec.decode_columns(good, include_headers=True)))
+    if views:
+        assert _decode(compressed_good, views).column("value").to_pylist() == [
+            bytes([i % 251]) * 300 for i in range(16000)]
     damaged = bytearray(records)
     at = 0
-    for _ in range(1500):   # to record 1500, in a late block
+    for _ in range(15000):   # to record 15000, in a late block
         length, after = kcodec.decode_varint(records, at)
         at = after + length
     damaged[at] = damaged[at] & 0x80 | (damaged[at] + 2) & 0x7F   # its length, 1 more
-    for bad in [_lz4_batch_of_records(header, bytes(damaged), 2000, 2000),
-                _lz4_batch_of_records(header, records, 2001, 2000),
-                _lz4_batch_of_records(header, records + b"\0\0", 2000, 2000),
-                _lz4_batch_of_records(header, records, 2**31 - 1, 2000)]:
+    for bad in [_compressed_batch_of_records(codec, header, bytes(damaged), 16000, 16000),
+                _compressed_batch_of_records(codec, header, records, 16001, 16000),
+                _compressed_batch_of_records(codec, header, records + b"\0\0", 16000, 16000),
+                _compressed_batch_of_records(codec, header, records, 2**31 - 1, 16000)]:
         with pytest.raises(InvalidRecordError) as caught:
-            decode(lz4_good + bad)
-        assert caught.value.position == len(lz4_good)
-    truncated = bytearray(lz4_good[:-9])   # the frame loses its end mark
+            _decode(compressed_good + bad, views)
+        assert caught.value.position == len(compressed_good)
+    truncated = bytearray(compressed_good[:-9])   # the stream loses its last bytes
     truncated[8:12] = (len(truncated) - 12).to_bytes(4, "big")
     truncated[17:21] = kcodec.crc32c(bytes(truncated[21:])).to_bytes(4, "big")
     with pytest.raises(CompressionError):
-        decode(bytes(truncated))
+        _decode(bytes(truncated), views)
+    # the limit counts every byte decompressed, also those decoded and dropped on the way
+    assert _decode(compressed_good, views, max_decompressed_size=len(records))
+    with pytest.raises(DecompressionLimitError):
+        _decode(compressed_good, views, max_decompressed_size=len(records) - 1)
+
+
+@pytest.mark.parametrize("views", [False, True])
+@pytest.mark.parametrize("codec", ["lz4", "snappy"])
+def test_records_longer_than_many_blocks(codec: str, views: bool) -> None:
+    """A record that spans many blocks, between short ones, lands whole (also past the
+    4 MiB from which decoded records are dropped)."""
+    values = [b"short %d" % i for i in range(50)]
+    values += [bytes(range(256)) * 4096 + b"end"]   # 1 MiB: 16 LZ4 or 32 snappy blocks
+    values += [b"after %d" % i for i in range(50)]
+    values += [bytes(range(255, -1, -1)) * 20480 + b"end"]   # 5 MiB
+    values += [b"last %d" % i for i in range(50)]
+    builder = kcodec.BatchBuilder(compression=codec)
+    for value in values:
+        builder.append(value, key=b"k", timestamp=TS)
+    log = builder.build()
+    if views:
+        assert _decode(log, views).column("value").to_pylist() == values
+    else:
+        cols = kcodec.decode_columns(log, include_headers=True)
+        assert column_rows(cols) == [(i, TS, b"k", v, []) for i, v in enumerate(values)]
+
+
+@pytest.mark.parametrize("views", [False, True])
+def test_raw_snappy_batches(views: bool) -> None:
+    """A snappy batch of one raw block, as librdkafka writes, decodes through the same
+    block-by-block path; a corrupt one keeps the ordinary verdict."""
+    import cramjam
+    good = _batch_of(0, 500, 100)
+    header, records = good[:61], good[61:]
+    raw = bytearray(header) + bytes(cramjam.snappy.compress_raw(records))
+    raw[22] |= int(kcodec.Compression.SNAPPY)
+    raw[8:12] = (len(raw) - 12).to_bytes(4, "big")
+    raw[17:21] = kcodec.crc32c(bytes(raw[21:])).to_bytes(4, "big")
+    if views:
+        assert _decode(bytes(raw), views).column("value").to_pylist() == [
+            bytes([i % 251]) * 100 for i in range(500)]
+    else:
+        assert column_rows(kcodec.decode_columns(bytes(raw), include_headers=True)) == (
+            column_rows(kcodec.decode_columns(good, include_headers=True)))
+    raw[-20] ^= 0xFF
+    raw[17:21] = kcodec.crc32c(bytes(raw[21:])).to_bytes(4, "big")
+    with pytest.raises(KcodecError) as caught:
+        _decode(bytes(raw), views)
+    with pytest.raises(type(caught.value)):
+        [r for b in kcodec.read_batches(bytes(raw)) for r in b]
 
 
 def test_malformed_utf8_header_keys_decode_as_java_does() -> None:
