@@ -211,13 +211,13 @@ cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t
     """Decode the frame's blocks from ``*pos`` (a block's size word) into ``out`` after its
     ``*length`` bytes, without the GIL, until the end mark or a block that needs the caller
     (``*pos`` is then at that block); see the BLOCKS_ statuses. ``hook`` (when not NULL)
-    follows each block."""
+    follows each block; ``enough`` is for calls without one."""
     cdef uint32_t word
     cdef Py_ssize_t size, after, budget, bound
     cdef ptrdiff_t written
     cdef const uint8_t *block
     while True:
-        if 0 <= enough <= _dropped(hook) + length[0]:
+        if 0 <= enough <= length[0]:
             return BLOCKS_DONE
         if n - pos[0] < 4:
             return BLOCKS_TRUNCATED
@@ -261,7 +261,7 @@ cdef void _copy(ScratchBuffer sink, const uint8_t *src, Py_ssize_t size) noexcep
 
 cdef int _snappy_block(const uint8_t *block, Py_ssize_t size, Py_ssize_t limit,
                        ScratchBuffer sink) except -1:
-    """One block decoded by the library; ``limit`` counts from the sink's length."""
+    """One block decoded by the library into sink, which may hold ``limit`` bytes."""
     source = _view(block, size)
     try:
         expected = _snappy_raw_len(source)
@@ -337,12 +337,11 @@ cdef int _xerial_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssiz
     """Decode the xerial stream's blocks from ``*pos`` into ``out`` after its ``*length``
     bytes, without the GIL, until its end or a block that needs the caller (``*pos`` is then
     at its length word); see the BLOCKS_ statuses. ``hook`` (when not NULL) follows each
-    block."""
+    block; ``enough`` is for calls without one."""
     cdef uint32_t size
     cdef const uint8_t *block
     cdef ptrdiff_t stated
-    # Java ignores 1-3 trailing bytes
-    while n - pos[0] >= 4 and not 0 <= enough <= _dropped(hook) + length[0]:
+    while n - pos[0] >= 4 and not 0 <= enough <= length[0]:  # Java ignores 1-3 trailing bytes
         if n - pos[0] >= 16 and _xerial_magic(p + pos[0]):
             pos[0] += 16  # concatenated xerial streams
             continue
