@@ -529,3 +529,47 @@ int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int6
         PUT(c->header_offsets, int64_t, c->n_headers);
     return 0;
 }
+
+/* The bytes view v (of column g) stands for, or NULL when it points outside its buffer. */
+static inline const uint8_t *view_bytes(const uint8_t *v, int32_t len, const kc_gather *g,
+                                        const uint8_t *const *buffers, const int64_t *sizes,
+                                        int32_t n_buffers)
+{
+    if (len <= KC_VIEW_INLINE)
+        return len < 0 ? NULL : v + 4;
+    int32_t buffer, offset;
+    memcpy(&buffer, v + 8, 4);
+    memcpy(&offset, v + 12, 4);
+    if (buffer == 0)
+        return offset >= 0 && len <= g->copied_len - offset ? g->copied + offset : NULL;
+    if (buffer < 0 || buffer >= n_buffers || offset < 0 || len > sizes[buffer] - offset)
+        return NULL;
+    return buffers[buffer] + offset;
+}
+
+int kc_gather_views(kc_gather *columns, int n_columns, int64_t n,
+                    const uint8_t *const *buffers, const int64_t *sizes, int32_t n_buffers,
+                    int64_t *bad_view)
+{
+    for (int k = 0; k < n_columns; k++)
+        columns[k].filled = 0;
+    for (int64_t i = 0; i < n; i++) {
+        for (int k = 0; k < n_columns; k++) {
+            kc_gather *g = &columns[k];
+            const uint8_t *v = g->views + i * KC_VIEW_SIZE;
+            int32_t len;
+            memcpy(&len, v, 4);
+            const uint8_t *from = view_bytes(v, len, g, buffers, sizes, n_buffers);
+            if (from == NULL || len > g->data_len - g->filled) {
+                end_streaming();
+                *bad_view = i;
+                return -1;
+            }
+            copy_value(g->data + g->filled, from, (size_t)len, (size_t)g->data_len);
+            g->filled += len;
+            g->offsets[i] = g->start + g->filled;
+        }
+    }
+    end_streaming();
+    return 0;
+}

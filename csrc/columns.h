@@ -113,4 +113,28 @@ int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int6
                      const uint8_t *key, int64_t key_len, const uint8_t *value, int64_t value_len,
                      int32_t sequence);
 
+/* One view column being copied into a binary column (kc_gather_views). */
+typedef struct {
+    const uint8_t *views;      /* KC_VIEW_SIZE bytes a value */
+    const uint8_t *copied;     /* its data buffer 0: the values copied while decoding */
+    int64_t copied_len;
+    int64_t start;             /* where its first value goes in the binary column */
+    int64_t *offsets;          /* out: where each value ends, from the column's start */
+    uint8_t *data;             /* out: the values back to back (data_len bytes of room) */
+    int64_t data_len;
+    int64_t filled;            /* out: the bytes copied */
+} kc_gather;
+
+/*
+ * Copies the values of `n` records' binary views (KC_COL_VIEWS' layout), in `n_columns`
+ * columns (the key and value of each record are copied together, so the records' bytes
+ * are read once), into binary columns. A view's buffer index 1 and above picks from
+ * `buffers` (with their `sizes`); 0 is the column's own `copied`. Returns 0, or -1 with
+ * *bad_view set to the record when a view points outside its buffer or its value does not
+ * fit. Runs without the GIL: several threads gather at once.
+ */
+int kc_gather_views(kc_gather *columns, int n_columns, int64_t n,
+                    const uint8_t *const *buffers, const int64_t *sizes, int32_t n_buffers,
+                    int64_t *bad_view);
+
 #endif

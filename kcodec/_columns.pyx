@@ -13,10 +13,11 @@ from libc.string cimport memcpy
 
 from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OFFSET,
                              KC_COL_TIMESTAMP, KC_COL_VALUE, KC_COL_VIEWS, KC_ERR_EOF,
-                             KC_ERR_MEMORY, KC_OK,
+                             KC_ERR_MEMORY, KC_OK, KC_VIEW_SIZE,
                              kc_append_record, kc_batch_info, kc_buf, kc_columns,
                              kc_columns_free, kc_columns_init, kc_columns_reserve,
-                             kc_complete_records, kc_decode_records)
+                             kc_complete_records, kc_decode_records, kc_gather,
+                             kc_gather_views)
 from kcodec._layout cimport ATTR_HEADERS_FIRST, ATTR_NO_RECORD_ATTRIBUTES
 from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport ScratchBuffer, scratch_release_spares
@@ -611,8 +612,14 @@ cdef int _append_legacy(_Chunk chunk, object entry, tuple offsets, tuple timesta
     info.is_control = 0
     info.offset_lo, info.offset_hi = offsets
     info.timestamp_lo, info.timestamp_hi = timestamps
+    cdef bint views = chunk.c.want & KC_COL_VIEWS
     for record in entry:
         k, v = record.key, record.value
+        if views and ((k is not None and len(k) > INT32_MAX - <Py_ssize_t>chunk.c.key_data.len)
+                      or (v is not None
+                          and len(v) > INT32_MAX - <Py_ssize_t>chunk.c.value_data.len)):
+            raise OverflowError("binary views reach 2 GiB into their copied values; legacy "
+                                "records past that size need binary_view=False")
         key = NULL if k is None else <const uint8_t *><const char *>k
         value = NULL if v is None else <const uint8_t *><const char *>v
         if kc_append_record(&chunk.c, &info, record.offset, record.timestamp,
@@ -680,6 +687,70 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
     if views:
         out["view_sources"] = sources.found
     return out
+
+
+def views_length(const uint8_t[::1] views):
+    """The bytes of all values a views column (16 bytes a view) holds."""
+    cdef Py_ssize_t i
+    cdef int64_t total = 0
+    cdef int32_t length
+    with nogil:
+        for i in range(views.shape[0] // KC_VIEW_SIZE):
+            memcpy(&length, &views[i * KC_VIEW_SIZE], 4)
+            total += length
+    return total
+
+
+cdef int _gather_column(kc_gather *g, const uint8_t[::1] views, const uint8_t[::1] copied,
+                        int64_t[::1] offsets, uint8_t[::1] data, int64_t start,
+                        int64_t n) except -1:
+    if views.shape[0] != n * KC_VIEW_SIZE or offsets.shape[0] != n:
+        raise ValueError(f"{views.shape[0] // KC_VIEW_SIZE} views and room for "
+                         f"{offsets.shape[0]} offsets, not {n} of each")
+    g.views = &views[0] if n else NULL
+    g.copied = &copied[0] if copied.shape[0] else NULL
+    g.copied_len = copied.shape[0]
+    g.start = start
+    g.offsets = &offsets[0] if n else NULL
+    g.data = &data[0] if data.shape[0] else NULL
+    g.data_len = data.shape[0]
+    return 0
+
+
+def gather_views(list columns, list sources, int64_t n):
+    """Copy the keys and values of ``n`` records decoded as views (decode_chunk with
+    ``views``) into binary columns. Each of ``columns`` is (views, copied values, offsets
+    out, data out, where the first value goes in its column); the data buffers the views
+    point into are ``sources`` as decode_chunk lists them. The bytes are read once for all
+    columns, without the GIL."""
+    cdef kc_gather gathers[2]
+    if len(columns) > 2:
+        raise ValueError("at most two columns (key and value) are gathered at once")
+    cdef int n_columns = len(columns), k
+    for k, (views, copied, offsets, data, start) in enumerate(columns):   # (kept alive by
+        _gather_column(&gathers[k], views, copied, offsets, data, start, n)  # the caller)
+    cdef Py_ssize_t n_buffers = len(sources) + 1, i
+    cdef const uint8_t **buffers = <const uint8_t **>malloc(n_buffers * sizeof(uint8_t *))
+    cdef int64_t *sizes = <int64_t *>malloc(n_buffers * sizeof(int64_t))
+    cdef int64_t bad = 0
+    cdef int status
+    try:
+        if buffers == NULL or sizes == NULL:
+            raise MemoryError()
+        buffers[0] = NULL   # each column's own copied values
+        sizes[0] = 0
+        for i, (address, size, _) in enumerate(sources, 1):
+            buffers[i] = <const uint8_t *><size_t>address
+            sizes[i] = size
+        with nogil:
+            status = kc_gather_views(gathers, n_columns, n, buffers, sizes,
+                                     <int32_t>n_buffers, &bad)
+    finally:
+        free(buffers)
+        free(sizes)
+    if status < 0:
+        raise ValueError(f"the view of record {bad} points outside its buffer or past the "
+                         f"data")
 
 
 cdef dict _arrays(_Chunk chunk, size_t records):

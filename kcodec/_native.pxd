@@ -96,6 +96,7 @@ cdef extern from "columns.h" nogil:
         KC_COL_HEADERS
         KC_COL_BATCH
         KC_COL_VIEWS
+        KC_VIEW_SIZE
         KC_ERR_MEMORY
 
     ctypedef struct kc_columns:
@@ -159,3 +160,16 @@ cdef extern from "columns.h" nogil:
     int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
                          const uint8_t *key, int64_t key_len, const uint8_t *value,
                          int64_t value_len, int32_t sequence)
+    ctypedef struct kc_gather:
+        const uint8_t *views
+        const uint8_t *copied
+        int64_t copied_len
+        int64_t start
+        int64_t *offsets
+        uint8_t *data
+        int64_t data_len
+        int64_t filled
+
+    int kc_gather_views(kc_gather *columns, int n_columns, int64_t n,
+                        const uint8_t *const *buffers, const int64_t *sizes, int32_t n_buffers,
+                        int64_t *bad_view)

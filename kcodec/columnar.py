@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kcodec._batch import RecordBatch, read_batches
-from kcodec._columns import COLUMN_GROUPS, decode_chunk, pooled_empty, release_spare_buffers
+from kcodec._columns import (
+    COLUMN_GROUPS,
+    decode_chunk,
+    gather_views,
+    pooled_empty,
+    release_spare_buffers,
+    views_length,
+)
 from kcodec._legacy import LegacyBatch
 from kcodec._workers import run_all
 from kcodec.constants import ControlType
@@ -102,8 +109,7 @@ def _split(entries: Sequence[Entry], parts: int) -> list[list[Entry]]:
 
 
 def _decode_groups(groups: Sequence[Sequence[Entry]], want: int, threads: int,
-                   options: dict[str, Any],
-                   finish: Callable[[dict[str, Any]], Any] = lambda chunk: chunk) -> list[Any]:
+                   options: dict[str, Any], finish: Callable[[dict[str, Any]], Any]) -> list[Any]:
     """Each group decoded (and ``finish``-ed, on the same thread) by one of ``threads``."""
     def work(group: Sequence[Entry]) -> Any:
         return finish(decode_chunk(group, want, **options))
@@ -161,17 +167,32 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
                                          timestamps, include_control, aborted_transactions,
                                          validate_crc, strict, max_decompressed_size,
                                          allow_magic3)
-    chunks = _decode_groups(_split(entries, threads) or [[]], want, threads, options)
-    return _concatenate(chunks, threads)
+    groups = _split(entries, threads) or [[]]
+    if len(groups) == 1:
+        return decode_chunk(groups[0], want, **options)
+
+    def decode_part(group: Sequence[Entry]) -> dict[str, Any]:
+        # keys and values as views: joining the parts then copies each value once, from
+        # where it lies, instead of once into the part and again into the joined column
+        try:
+            return decode_chunk(group, want, views=True, **options)
+        except OverflowError:   # a buffer past what a view can reach
+            return decode_chunk(group, want, **options)
+    return _concatenate(run_all(decode_part, groups, threads), threads)
+
+
+_BINARY_COLUMNS = ("key", "value")
+_BINARY_PARTS = frozenset(f"{column}_{part}" for column in _BINARY_COLUMNS
+                          for part in ("offsets", "data", "views"))
 
 
 def _concatenate(chunks: list[dict[str, Any]], threads: int) -> dict[str, Any]:
     """Join the parts decoded by several threads into pooled memory (no fresh pages), each
-    part copied by one of ``threads`` threads."""
-    if len(chunks) == 1:
-        return chunks[0]
+    part copied by one of ``threads`` threads. Keys and values decoded as views are copied
+    from where the views point, straight into the joined columns."""
     out: dict[str, Any] = {"count": sum(c["count"] for c in chunks)}
-    names = [name for name in chunks[0] if name != "count"]
+    names = [name for name in chunks[0]
+             if name not in ("count", "view_sources") and name not in _BINARY_PARTS]
     starts: dict[str, list[int]] = {}   # where each part goes, after the leading 0 of offsets
     for name in names:
         lengths = [len(c[name]) - name.endswith("_offsets") for c in chunks]
@@ -181,14 +202,40 @@ def _concatenate(chunks: list[dict[str, Any]], threads: int) -> dict[str, Any]:
             out[name][0] = 0
     shifts = {name: np.cumsum([0] + [int(c[name][-1]) for c in chunks[:-1]])
               for name in names if name.endswith("_offsets")}
+    # keys and values: each part's bytes, and where they go in the joined data
+    binary = [column for column in _BINARY_COLUMNS if f"{column}_valid" in chunks[0]]
+    sizes: dict[str, list[int]] = {}
+    data_starts: dict[str, list[int]] = {}
+    for column in binary:
+        sizes[column] = [views_length(c[f"{column}_views"]) if f"{column}_views" in c
+                         else int(c[f"{column}_offsets"][-1]) for c in chunks]
+        data_starts[column] = [sum(sizes[column][:i]) for i in range(len(chunks))]
+        out[f"{column}_offsets"] = pooled_empty(out["count"] + 1, np.int64)
+        out[f"{column}_offsets"][0] = 0
+        out[f"{column}_data"] = pooled_empty(sum(sizes[column]), np.uint8)
 
     def copy_part(index: int) -> None:
+        chunk = chunks[index]
         for name in names:
-            part, at = chunks[index][name], starts[name][index]
+            part, at = chunk[name], starts[name][index]
             if name in shifts:   # offsets: shifted by the parts before, without the leading 0
                 np.add(part[1:], shifts[name][index], out=out[name][at + 1:at + len(part)])
             else:
                 out[name][at:at + len(part)] = part
+        first, n = sum(c["count"] for c in chunks[:index]), chunk["count"]
+        gathered = []
+        for column in binary:
+            start = data_starts[column][index]
+            offsets = out[f"{column}_offsets"][first + 1:first + 1 + n]
+            data = out[f"{column}_data"][start:start + sizes[column][index]]
+            if f"{column}_views" in chunk:
+                gathered.append((chunk[f"{column}_views"], chunk[f"{column}_data"], offsets,
+                                 data, start))
+            else:
+                np.add(chunk[f"{column}_offsets"][1:], start, out=offsets)
+                data[:] = chunk[f"{column}_data"]
+        if gathered:   # keys and values together: each record's bytes are read once
+            gather_views(gathered, chunk["view_sources"], n)
 
     run_all(copy_part, range(len(chunks)), threads)
     return out

@@ -36,6 +36,7 @@ def main() -> None:
         for record in read:
             record.headers  # noqa: B018
     kcodec.decode_columns(log, include_headers=True, metadata=True)
+    kcodec.decode_columns(log, include_headers=True, threads=3)   # parts joined by gathering
     kcodec.decode_columns(b"".join(data), columns=("offset", "key", "headers"),
                           allow_magic3=True)
     for magic in (0, 1, 2, 3):

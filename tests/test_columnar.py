@@ -265,6 +265,83 @@ def test_large_values_into_a_large_column(codec: str) -> None:
             len(v) for v in builder_values]
 
 
+def mixed_log() -> bytes:
+    """v2 batches of every codec and legacy messages (magic 0 and 1, plain and wrapped),
+    with nulls, short (inlined) and long keys and values, and headers."""
+    log = bytearray()
+    base = 0
+    for magic, codec in [(2, "none"), (1, "none"), (2, "lz4"), (0, "gzip"), (2, "snappy"),
+                         (1, "snappy"), (2, "zstd"), (2, "gzip"), (0, "none"), (2, "none")]:
+        builder = kcodec.BatchBuilder(compression=codec, base_offset=base, magic=magic)
+        for i in range(30):
+            value = None if i % 7 == 3 else b"v%d-" % (base + i) * (i % 5 * 9)
+            key = None if i % 4 == 1 else b"key %d" % i * (i % 3 * 4)
+            headers = [("h", b"%d" % i)] if magic == 2 and i % 2 else []
+            builder.append(value, key=key, timestamp=TS + i, headers=headers)
+        log += builder.build()
+        base += 30
+    return bytes(log)
+
+
+def assert_same_columns(got: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert got.keys() == expected.keys()
+    assert got["count"] == expected["count"]
+    for name in expected.keys() - {"count"}:
+        assert got[name].dtype == expected[name].dtype, name
+        assert np.array_equal(got[name], expected[name]), name
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+@pytest.mark.parametrize("columns", [None, ["value"], ["key", "offset"], ["offset"]])
+def test_threads_join_to_the_columns_of_one(threads: int, columns: list[str] | None) -> None:
+    """Parts decoded by several threads (keys and values as views, then copied once into
+    the joined columns) give exactly the arrays one thread gives."""
+    log = mixed_log()
+    options: dict[str, Any] = {"include_headers": True, "metadata": True, "columns": columns}
+    assert_same_columns(kcodec.decode_columns(log, threads=threads, **options),
+                        kcodec.decode_columns(log, **options))
+
+
+def test_threads_join_parts_with_and_without_views(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part whose buffers views cannot reach (past 2 GiB) is decoded with copied values
+    instead, and joins the parts decoded as views."""
+    from kcodec import columnar
+    from kcodec._columns import decode_chunk
+    parts = []
+
+    def views_for_all_parts_but_the_first(group: Any, want: int, **options: Any) -> Any:
+        parts.append(options.get("views", False))
+        if options.get("views") and group[0].base_offset == 0:
+            raise OverflowError("binary views reach 2 GiB")
+        return decode_chunk(group, want, **options)
+
+    log = mixed_log()
+    expected = kcodec.decode_columns(log, include_headers=True)
+    monkeypatch.setattr(columnar, "decode_chunk", views_for_all_parts_but_the_first)
+    assert_same_columns(kcodec.decode_columns(log, include_headers=True, threads=4), expected)
+    assert parts.count(False) == 1 and parts.count(True) >= 3
+
+
+def test_gathering_refuses_views_outside_their_buffers() -> None:
+    from kcodec._columns import decode_chunk, gather_views
+    builder = kcodec.BatchBuilder()
+    builder.append(b"a value longer than twelve bytes", key=None, timestamp=TS)
+    entries = list(kcodec.read_batches(builder.build()))
+    chunk = decode_chunk(entries, kcodec.columnar._want(["value"]), views=True)
+    offsets = np.empty(1, np.int64)
+    data = np.empty(32, np.uint8)
+    gather_views([(chunk["value_views"], chunk["value_data"], offsets, data, 100)],
+                 chunk["view_sources"], 1)
+    assert data.tobytes() == b"a value longer than twelve bytes" and offsets[0] == 132
+    for broken in ([], [(address, 10, owner) for address, _, owner in chunk["view_sources"]]):
+        with pytest.raises(ValueError, match="record 0 points outside"):
+            gather_views([(chunk["value_views"], chunk["value_data"], offsets, data, 0)],
+                         broken, 1)
+    with pytest.raises(ValueError, match="record 0 points outside"):   # no room
+        gather_views([(chunk["value_views"], chunk["value_data"], offsets, data[:31], 0)],
+                     chunk["view_sources"], 1)
+
+
 def test_binary_views_point_into_the_input_and_the_decompressed_batches() -> None:
     """Values of uncompressed batches stay in the caller's buffer (batches side by side
     share one Arrow buffer), compressed batches' in their decompressed records; values of 12
