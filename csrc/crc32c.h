@@ -2,10 +2,11 @@
  * CRC-32C (Castagnoli), as used by Kafka record batches (magic 2), and the
  * IEEE CRC-32 of legacy messages.
  *
- * The backend is chosen once, by kc_crc32c_init(): SSE4.2 on x86-64, the ARMv8
- * CRC instructions on aarch64, or a portable slicing-by-8 table. The hardware
- * backends run six independent streams over long buffers and combine them,
- * which hides the latency of the CRC instruction.
+ * The backend is chosen once, by kc_crc32c_init(): on x86-64 with AVX-512
+ * VPCLMULQDQ, long buffers folded by carry-less multiplication; otherwise the
+ * CRC instructions (SSE4.2 on x86-64, ARMv8 on aarch64), six independent
+ * streams over long buffers combined, which hides the instruction's latency; or
+ * a portable slicing-by-8 table.
  */
 #ifndef KCODEC_CRC32C_H
 #define KCODEC_CRC32C_H
@@ -13,12 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Select the backend. A non-zero force_portable selects the table-driven one
- * even when the CPU has CRC instructions. Not thread-safe: call it once, at
- * module import, before any kc_crc32c() call. */
-void kc_crc32c_init(int force_portable);
+/* Select the backend: `wanted` NULL, "" or "auto" takes the fastest the CPU
+ * has; a backend's name takes that one, and -1 is returned (the portable one
+ * then selected) when the CPU or the build lacks it. Not thread-safe: call it
+ * once, at module import, before any kc_crc32c() call. */
+int kc_crc32c_init(const char *wanted);
 
-/* "sse4.2", "armv8" or "portable". */
+/* "vpclmulqdq", "sse4.2", "armv8" or "portable". */
 const char *kc_crc32c_backend(void);
 
 /* CRC-32C of data, continuing from crc (the result of a previous call, or 0 to

@@ -5,7 +5,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 
 
 cdef extern from "crc32c.h" nogil:
-    void kc_crc32c_init(int force_portable)
+    int kc_crc32c_init(const char *wanted)
     const char *kc_crc32c_backend()
     uint32_t kc_crc32c(uint32_t crc, const void *data, size_t length)
     uint32_t kc_crc32(uint32_t crc, const void *data, size_t length)

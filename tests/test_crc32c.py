@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import random
 import subprocess
 import sys
 
@@ -20,7 +21,7 @@ def test_check_values() -> None:
 
 
 def test_backend_is_hardware_where_available() -> None:
-    assert kcodec.crc32c_backend() in {"sse4.2", "armv8", "portable"}
+    assert kcodec.crc32c_backend() in {"vpclmulqdq", "sse4.2", "armv8", "portable"}
     if os.environ.get("KCODEC_CRC32C") != "portable" and sys.platform == "linux":
         import platform
         if platform.machine() in ("x86_64", "aarch64"):
@@ -84,6 +85,44 @@ def test_portable_backend_decodes_batches(vectors: dict[str, bytes]) -> None:
                          env=env, check=True, capture_output=True, text=True,
                          cwd=os.path.dirname(__file__)).stdout
     assert out.strip() == "[b'a', None]"
+
+
+BACKEND_SCRIPT = """
+import random, sys, kcodec
+assert kcodec.crc32c_backend() == sys.argv[1], kcodec.crc32c_backend()
+for size in map(int, sys.argv[2:]):
+    data = random.Random(size).randbytes(size + 3)
+    for misalign in (0, 3):
+        view = memoryview(data)[misalign:misalign + size]
+        print(kcodec.crc32c(view), kcodec.crc32c(view, 0xDEADBEEF))
+"""
+
+# around every boundary of the backends: 8-byte words, 16-byte and 64-byte folds, the
+# 256 bytes a fold step takes, the CRC instruction's 768-byte and 24 KiB lane chunks
+BOUNDARY_SIZES = [0, 1, 7, 8, 15, 16, 17, 63, 64, 65, 255, 256, 257, 271, 272, 319, 320, 511,
+                  512, 513, 767, 768, 769, 1023, 1024, 1025, 2047, 2048, 2049, 2303, 2304,
+                  24575, 24576, 24577, 100_003, 1 << 20]
+
+
+@pytest.mark.parametrize("backend", ["portable", "sse4.2", "vpclmulqdq", "armv8"])
+def test_every_backend_the_machine_runs_matches_the_reference(backend: str) -> None:
+    """Each backend, chosen by KCODEC_CRC32C, against the crc32c package; a backend this
+    CPU or build lacks refuses to load instead."""
+    env = dict(os.environ, KCODEC_CRC32C=backend)
+    proc = subprocess.run([sys.executable, "-c", BACKEND_SCRIPT, backend,
+                           *map(str, BOUNDARY_SIZES)], env=env, capture_output=True,
+                          text=True, cwd=os.path.dirname(__file__))
+    if proc.returncode and "not a CRC-32C backend this CPU and build have" in proc.stderr:
+        assert backend != kcodec.crc32c_backend()
+        pytest.skip(f"no {backend} here")
+    assert proc.returncode == 0, proc.stderr
+    got = iter(proc.stdout.splitlines())
+    for size in BOUNDARY_SIZES:
+        data = random.Random(size).randbytes(size + 3)
+        for misalign in (0, 3):
+            view = bytes(data[misalign:misalign + size])
+            assert next(got) == (f"{crc32c_package.crc32c(view)} "
+                                 f"{crc32c_package.crc32c(view, 0xDEADBEEF)}"), (size, misalign)
 
 
 def test_bad_backend_name_is_an_import_error() -> None:
