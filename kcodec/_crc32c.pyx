@@ -60,5 +60,5 @@ def crc32(data, unsigned int value=0):
 
 
 def crc32c_backend():
-    """The implementation in use: ``"sse4.2"``, ``"armv8"`` or ``"portable"``."""
+    """The implementation in use: ``"vpclmulqdq"``, ``"sse4.2"``, ``"armv8"`` or ``"portable"``."""
     return kc_crc32c_backend().decode("ascii")
