@@ -34,6 +34,11 @@ static int buf_reserve(kc_buf *b, size_t extra)
     return 0;
 }
 
+int kc_buf_reserve(kc_buf *b, size_t extra)
+{
+    return buf_reserve(b, extra);
+}
+
 #define PUT(buf, type, value)                                        \
     do {                                                             \
         type put_value_ = (type)(value);                             \

@@ -88,6 +88,9 @@ typedef struct {
  * values: one allocation per column instead of growing batch by batch. */
 int kc_columns_reserve(kc_columns *c, size_t records, size_t key_bytes, size_t value_bytes);
 
+/* Makes room for `extra` more bytes in one column buffer. Returns -1 when out of memory. */
+int kc_buf_reserve(kc_buf *b, size_t extra);
+
 /* Sets up empty columns (each with its leading 0 offset). Returns -1 when out of memory. */
 int kc_columns_init(kc_columns *c, unsigned want);
 void kc_columns_free(kc_columns *c);

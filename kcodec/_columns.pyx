@@ -14,7 +14,8 @@ from libc.string cimport memcpy
 from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OFFSET,
                              KC_COL_TIMESTAMP, KC_COL_VALUE, KC_COL_VIEWS, KC_ERR_EOF,
                              KC_ERR_MEMORY, KC_OK, KC_VIEW_SIZE,
-                             kc_append_record, kc_batch_info, kc_buf, kc_columns,
+                             kc_append_record, kc_batch_info, kc_buf, kc_buf_reserve,
+                             kc_columns,
                              kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_complete_records, kc_decode_records, kc_gather,
                              kc_gather_views)
@@ -27,6 +28,7 @@ import numpy
 
 from kcodec._batch import RecordBatch
 from kcodec._headers_first import from_headers_first, meta_bounds, meta_prefix
+from kcodec._workers import run_all
 from kcodec.codecs import decompress_section, get_max_decompressed_size
 from kcodec.errors import InvalidRecordError, KcodecError
 
@@ -636,6 +638,22 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
     ``validate_crc`` checks each v2 batch's CRC here, in the calling thread. With ``views``
     keys and values are binary views (``*_views``, 16 bytes each) into ``*_data`` (buffer
     0) and the buffers ``view_sources`` lists as (address, size, owner)."""
+    return _decode(entries, want, strict, offsets, timestamps, max_decompressed_size,
+                   validate_crc, views, None)
+
+
+def decode_first_part(entries, unsigned want, room_for, *, bint strict=False,
+                      offsets=(INT64_MIN, INT64_MAX), timestamps=(INT64_MIN, INT64_MAX),
+                      max_decompressed_size=None, bint validate_crc=False):
+    """Decode ``entries`` as decode_chunk does, into columns as large as ``room_for`` (the
+    entries of every part, these first) needs, left open for join_parts to append the
+    other parts to."""
+    return _decode(entries, want, strict, offsets, timestamps, max_decompressed_size,
+                   validate_crc, False, room_for)
+
+
+cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
+                    max_decompressed_size, bint validate_crc, bint views, room_for):
     if views:
         want |= KC_COL_VIEWS
     cdef _ViewSources sources = _ViewSources() if views else None
@@ -644,7 +662,7 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
         raise MemoryError()
     cdef size_t records = 0, key_bytes, value_bytes, region_bytes = 0
     cdef Py_ssize_t section
-    for entry in entries:
+    for entry in entries if room_for is None else room_for:
         if type(entry) is RecordBatch:
             # counts come from the data: reserve for no more records than the bytes can
             # hold (at least 5 each uncompressed; compressed, 1 a byte, growing later)
@@ -683,10 +701,80 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
             _flush(chunk, run)
             _append_legacy(chunk, entry, offsets, timestamps)
     _flush(chunk, run)
+    if room_for is not None:
+        return chunk
     out = _arrays(chunk, records)
     if views:
         out["view_sources"] = sources.found
     return out
+
+
+cdef int _copy_piece(size_t to, const uint8_t[::1] piece, int64_t shift) except -1:
+    """Copy ``piece`` to address ``to``; a piece of int64 offsets is shifted by ``shift``
+    (unless it is 0)."""
+    cdef Py_ssize_t n = piece.shape[0], i
+    cdef uint8_t *d = <uint8_t *>to
+    cdef int64_t value
+    if n == 0:
+        return 0
+    with nogil:
+        if shift == 0:
+            memcpy(d, &piece[0], n)
+        else:
+            for i in range(0, n - 7, 8):
+                memcpy(&value, &piece[i], 8)
+                value += shift
+                memcpy(d + i, &value, 8)
+    return 0
+
+
+def join_parts(_Chunk first, list parts, int threads):
+    """Append ``parts`` (decode_chunk's dicts, of the same columns) to ``first`` (from
+    decode_first_part), copied by ``threads`` threads, and return the whole as
+    decode_chunk does: the first part's values are where they were decoded, not copied
+    again."""
+    cdef kc_columns *c = &first.c
+    cdef kc_buf *bufs[N_COLUMNS]
+    cdef int i
+    cdef size_t at
+    cdef int64_t shift
+    _buffers(c, bufs)
+    planned = []   # (column, where in it, the part's bytes, shift of its offsets)
+    for i, (name, dtype, group) in enumerate(_COLUMNS):
+        if not c.want & group or name in _NOT_IN_BINARY:
+            continue
+        at = bufs[i].len
+        shift = 0
+        if name.endswith("_offsets"):   # the parts' offsets go on from the first's last
+            memcpy(&shift, bufs[i].data + bufs[i].len - 8, 8)
+        for part in parts:
+            data = part[name].view(numpy.uint8)
+            if name.endswith("_offsets"):
+                data = data[8:]   # without its leading 0
+            planned.append((i, at, data, shift))
+            at += data.shape[0]
+            if name.endswith("_offsets"):
+                shift += int(part[name][-1])
+        if kc_buf_reserve(bufs[i], at - bufs[i].len) < 0:
+            raise MemoryError()
+    # every piece of copying split threads ways (offsets at whole int64s), so that each
+    # thread copies its share of every part
+    shares = [[] for _ in range(max(threads, 1))]
+    for i, at, data, shift in planned:
+        step = ((data.shape[0] + len(shares) - 1) // len(shares) + 7) // 8 * 8 or 8
+        for k, lo in enumerate(range(0, data.shape[0], step)):
+            shares[k % len(shares)].append((<size_t>bufs[i].data + at + lo,
+                                             data[lo:lo + step], shift))
+
+    def copy_share(list share):
+        for address, piece, piece_shift in share:
+            _copy_piece(address, piece, piece_shift)
+
+    run_all(copy_share, shares, threads)
+    for i, at, data, shift in planned:
+        bufs[i].len = max(bufs[i].len, at + data.shape[0])
+    c.n += sum(part["count"] for part in parts)
+    return _arrays(first, <size_t>c.n)
 
 
 def views_length(const uint8_t[::1] views):

@@ -150,6 +150,7 @@ cdef extern from "columns.h" nogil:
         int32_t view_buffer
         const uint8_t *view_base
 
+    int kc_buf_reserve(kc_buf *b, size_t extra)
     int kc_columns_init(kc_columns *c, unsigned want)
     int kc_columns_reserve(kc_columns *c, size_t records, size_t key_bytes, size_t value_bytes)
     void kc_columns_free(kc_columns *c)

@@ -26,7 +26,9 @@ from kcodec._batch import RecordBatch, read_batches
 from kcodec._columns import (
     COLUMN_GROUPS,
     decode_chunk,
+    decode_first_part,
     gather_views,
+    join_parts,
     pooled_empty,
     release_spare_buffers,
     views_length,
@@ -170,15 +172,30 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
     groups = _split(entries, threads) or [[]]
     if len(groups) == 1:
         return decode_chunk(groups[0], want, **options)
+    if _mostly_compressed(entries):
+        # values are best copied out of each decompressed block while it is in cache: the
+        # first part is decoded straight into the joined columns, the others appended
+        def decode_part(index: int) -> Any:   # the first part open, the others as arrays
+            if index == 0:
+                return decode_first_part(groups[0], want, entries, **options)
+            return decode_chunk(groups[index], want, **options)
+        first, *rest = run_all(decode_part, range(len(groups)), threads)
+        return join_parts(first, rest, threads)
 
-    def decode_part(group: Sequence[Entry]) -> dict[str, Any]:
-        # keys and values as views: joining the parts then copies each value once, from
-        # where it lies, instead of once into the part and again into the joined column
+    def decode_as_views(group: Sequence[Entry]) -> dict[str, Any]:
+        # values of uncompressed batches lie in the input: decoded as views, each is
+        # copied once, from there into the joined column
         try:
             return decode_chunk(group, want, views=True, **options)
         except OverflowError:   # a buffer past what a view can reach
             return decode_chunk(group, want, **options)
-    return _concatenate(run_all(decode_part, groups, threads), threads)
+    return _concatenate(run_all(decode_as_views, groups, threads), threads)
+
+
+def _mostly_compressed(entries: Sequence[Entry]) -> bool:
+    """Whether most of the entries' bytes are compressed batches."""
+    compressed = sum(e.size for e in entries if e.compression_id)
+    return 2 * compressed > sum(e.size for e in entries)
 
 
 _BINARY_COLUMNS = ("key", "value")

@@ -37,6 +37,8 @@ def main() -> None:
             record.headers  # noqa: B018
     kcodec.decode_columns(log, include_headers=True, metadata=True)
     kcodec.decode_columns(log, include_headers=True, threads=3)   # parts joined by gathering
+    compressed = b"".join(b for b in data if b[16] == 2 and b[22] & 7)   # v2, codec bits
+    kcodec.decode_columns(compressed, include_headers=True, threads=3)   # appended in place
     kcodec.decode_columns(b"".join(data), columns=("offset", "key", "headers"),
                           allow_magic3=True)
     for magic in (0, 1, 2, 3):

@@ -267,13 +267,16 @@ def test_large_values_into_a_large_column(codec: str) -> None:
             len(v) for v in builder_values]
 
 
-def mixed_log() -> bytes:
+MIXED = [(2, "none"), (1, "none"), (2, "lz4"), (0, "gzip"), (2, "snappy"), (1, "snappy"),
+         (2, "zstd"), (2, "gzip"), (0, "none"), (2, "none")]
+
+
+def mixed_log(kinds: list[tuple[int, str]] = MIXED) -> bytes:
     """v2 batches of every codec and legacy messages (magic 0 and 1, plain and wrapped),
     with nulls, short (inlined) and long keys and values, and headers."""
     log = bytearray()
     base = 0
-    for magic, codec in [(2, "none"), (1, "none"), (2, "lz4"), (0, "gzip"), (2, "snappy"),
-                         (1, "snappy"), (2, "zstd"), (2, "gzip"), (0, "none"), (2, "none")]:
+    for magic, codec in kinds:
         builder = kcodec.BatchBuilder(compression=codec, base_offset=base, magic=magic)
         for i in range(30):
             value = None if i % 7 == 3 else b"v%d-" % (base + i) * (i % 5 * 9)
@@ -295,13 +298,27 @@ def assert_same_columns(got: dict[str, Any], expected: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("threads", [2, 3, 8])
 @pytest.mark.parametrize("columns", [None, ["value"], ["key", "offset"], ["offset"]])
-def test_threads_join_to_the_columns_of_one(threads: int, columns: list[str] | None) -> None:
-    """Parts decoded by several threads (keys and values as views, then copied once into
-    the joined columns) give exactly the arrays one thread gives."""
-    log = mixed_log()
+@pytest.mark.parametrize("compressed", [False, True])
+def test_threads_join_to_the_columns_of_one(threads: int, columns: list[str] | None,
+                                            compressed: bool,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parts decoded by several threads give exactly the arrays one thread gives: mostly
+    uncompressed input as views copied once into the joined columns, mostly compressed
+    input with the first part decoded into them and the others appended."""
+    from kcodec import columnar
+    from kcodec._columns import join_parts
+    joined = []
+
+    def counted_join(*args: Any) -> Any:
+        joined.append(True)
+        return join_parts(*args)
+
+    monkeypatch.setattr(columnar, "join_parts", counted_join)
+    log = mixed_log([kind for kind in MIXED if kind[1] != "none"] if compressed else MIXED)
     options: dict[str, Any] = {"include_headers": True, "metadata": True, "columns": columns}
     assert_same_columns(kcodec.decode_columns(log, threads=threads, **options),
                         kcodec.decode_columns(log, **options))
+    assert joined == ([True] if compressed else [])
 
 
 def test_threads_join_parts_with_and_without_views(monkeypatch: pytest.MonkeyPatch) -> None:
