@@ -22,14 +22,16 @@ from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OF
 from kcodec._layout cimport ATTR_HEADERS_FIRST, ATTR_NO_RECORD_ATTRIBUTES
 from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport ScratchBuffer, scratch_release_spares
-from kcodec._frames cimport BlockHook, lz4_frame_with_hook, snappy_with_hook
+from kcodec._frames cimport (BlockHook, lz4_frame_with_hook, snappy_with_hook,
+                             zstd_with_hook)
 
 import numpy
+import zstandard
 
 from kcodec._batch import RecordBatch
 from kcodec._headers_first import from_headers_first, meta_bounds, meta_prefix
 from kcodec._workers import run_all
-from kcodec.codecs import decompress_section, get_max_decompressed_size
+from kcodec.codecs import decompress_section, get_max_decompressed_size, zstd_stream_reader
 from kcodec.errors import InvalidRecordError, KcodecError
 
 COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": KC_COL_KEY,
@@ -468,10 +470,10 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
         else "malformed record (varint, header count or size)", position=where)
 
 
-# ---- LZ4 and snappy batches decoded block by block ------------------------------------
-# A batch's records are decoded as each LZ4 or xerial snappy block is decompressed, while
-# the block is still in cache, instead of being read back from a megabyte of fresh memory
-# afterwards. When keys and values are copied out (not binary views), a batch decompressing
+# ---- LZ4, snappy and zstd batches decoded block by block ------------------------------
+# A batch's records are decoded as each LZ4 or xerial snappy block (or 512 KiB of zstd
+# output) is decompressed, while it is still in cache, instead of being read back from a
+# megabyte of fresh memory afterwards. When keys and values are copied out (not binary views), a batch decompressing
 # to more than a few megabytes drops the records decoded from the decompression buffer,
 # which so stays that size. Anything unusual (a record that fails, a frame error, a count
 # left over) undoes what the batch added and leaves the batch to the ordinary path, which
@@ -546,8 +548,8 @@ cdef enum:
 cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validate_crc,
                            tuple offsets, tuple timestamps, object max_decompressed_size,
                            _ViewSources sources) except -1:
-    """Decode a magic-2 LZ4 or snappy batch block by block; False when it is left to the
-    ordinary path (and the columns are as they were)."""
+    """Decode a magic-2 LZ4, snappy or zstd batch block by block; False when it is left to
+    the ordinary path (and the columns are as they were)."""
     cdef _Task task
     cdef _BlockByBlock run
     cdef BlockHook hook
@@ -580,9 +582,12 @@ cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validat
     try:
         if batch.compression_id == 3:
             stopped = lz4_frame_with_hook(p + header, n - header, limit, records, &hook)
+        elif batch.compression_id == 4:
+            with zstd_stream_reader(whole[header:]) as reader:
+                stopped = zstd_with_hook(reader, limit, records, &hook)
         else:
             stopped = snappy_with_hook(p + header, n - header, limit, records, &hook)
-    except KcodecError:
+    except (KcodecError, zstandard.ZstdError):
         stopped = 1
     cdef const uint8_t *err_at
     if not stopped:
@@ -687,7 +692,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     cdef _Run run = _Run(len(entries))
     for entry in entries:
         if type(entry) is RecordBatch:
-            if (entry.compression_id in (2, 3) and entry.magic == 2
+            if (entry.compression_id in (2, 3, 4) and entry.magic == 2
                     and entry.record_count > 0):
                 _flush(chunk, run)
                 if _decode_by_block(chunk, entry, strict, validate_crc, offsets, timestamps,

@@ -21,3 +21,7 @@ cdef int lz4_frame_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
                              ScratchBuffer sink, BlockHook *hook) except -1
 cdef int snappy_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
                           ScratchBuffer sink, BlockHook *hook) except -1
+# What python-zstandard's stream reader gives, into sink a window at a time, calling the
+# hook after each window.
+cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
+                        BlockHook *hook) except -1

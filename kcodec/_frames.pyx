@@ -115,6 +115,34 @@ cdef int lz4_frame_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
     return _lz4_frame(p, n, 2, limit, sink, -1, hook)
 
 
+cdef enum:
+    # zstd output is read this much at a time, its records decoded while it is in cache.
+    # Smaller windows hand the GIL between decoding threads more often: with 256 KiB two
+    # threads decoded 1 MiB batches 1.56x-1.58x as fast as one, with 512 KiB 1.68x-1.70x.
+    ZSTD_WINDOW = 512 * 1024
+
+
+cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
+                        BlockHook *hook) except -1:
+    """What python-zstandard's stream ``reader`` gives, into sink a window at a time,
+    calling ``hook`` after each window; 1 when the hook stopped it. (Dropping what the
+    hook is done with is safe: the decoder keeps its own history.)"""
+    cdef Py_ssize_t got
+    cdef bint stopped
+    while True:
+        got = reader.readinto(sink.window(min(ZSTD_WINDOW,
+                                              limit - hook.dropped - sink.length + 1)))
+        if not got:
+            return 0
+        sink.length += got
+        if hook.dropped + sink.length > limit:
+            raise DecompressionLimitError.exceeding(limit)
+        with nogil:
+            stopped = _after_block(hook, &sink.mem, &sink.length)
+        if stopped:
+            return 1
+
+
 cdef inline Py_ssize_t _dropped(BlockHook *hook) noexcept nogil:
     return 0 if hook == NULL else hook.dropped
 

@@ -147,7 +147,6 @@ def _zstd_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
     """Into windows of the sink: first of the frame's stated size (Java's frames state none,
     so then a guess from the compressed size), then what is left of it, then 1 MiB at a
     time. A small batch so never reserves a large buffer, which binary views would keep."""
-    dctx = _zstd_decompressor()
     try:
         stated = zstandard.frame_content_size(data)
     except zstandard.ZstdError:
@@ -155,7 +154,7 @@ def _zstd_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
     # (the guess is decompress_to_scratch's first buffer size)
     window = stated + 1 if stated >= 0 else 4 * len(data) + 1024
     try:
-        with dctx.stream_reader(data, read_across_frames=True, read_size=1 << 17) as reader:
+        with zstd_stream_reader(data) as reader:
             while True:
                 window = min(window, 1 << 20, limit - len(sink) + 1)
                 got = reader.readinto(sink.window(window))
@@ -167,6 +166,12 @@ def _zstd_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
                 window = window - got if got < window else 1 << 20
     except zstandard.ZstdError as exc:
         raise CompressionError(f"corrupt zstd data: {exc}") from None
+
+
+def zstd_stream_reader(data: memoryview) -> zstandard.ZstdDecompressionReader:
+    """A python-zstandard stream reader over every frame of ``data``, with this thread's
+    decompression context; it raises ``zstandard.ZstdError``."""
+    return _zstd_decompressor().stream_reader(data, read_across_frames=True, read_size=1 << 17)
 
 
 _local = threading.local()
