@@ -125,6 +125,17 @@ enum { KC_SHORT_VALUE = 128 };   /* bytes copied by copy_short rather than memcp
 /* Copies a short value with fixed-size, overlapping moves: no call, where libc's memcpy
  * costs a call per key and per value (and per piece of a streamed value, below). Replacing
  * those calls made decoding LZ4 and snappy batches with 1 KiB values ~20% faster here. */
+/* The first and last `width` bytes of n (width <= n <= 2 width): with a constant width, a
+ * few fixed-size moves. */
+static inline void copy_ends(uint8_t *d, const uint8_t *s, size_t n, size_t width)
+{
+    uint8_t head[32], tail[32];
+    memcpy(head, s, width);
+    memcpy(tail, s + n - width, width);
+    memcpy(d, head, width);
+    memcpy(d + n - width, tail, width);
+}
+
 static inline void copy_short(uint8_t *d, const uint8_t *s, size_t n)
 {
     if (n >= 32) {
@@ -134,23 +145,11 @@ static inline void copy_short(uint8_t *d, const uint8_t *s, size_t n)
             memcpy(d + i, s + i, 32);
         memcpy(d + n - 32, tail, 32);
     } else if (n >= 16) {
-        uint8_t head[16], tail[16];
-        memcpy(head, s, 16);
-        memcpy(tail, s + n - 16, 16);
-        memcpy(d, head, 16);
-        memcpy(d + n - 16, tail, 16);
+        copy_ends(d, s, n, 16);
     } else if (n >= 8) {
-        uint64_t head, tail;
-        memcpy(&head, s, 8);
-        memcpy(&tail, s + n - 8, 8);
-        memcpy(d, &head, 8);
-        memcpy(d + n - 8, &tail, 8);
+        copy_ends(d, s, n, 8);
     } else if (n >= 4) {
-        uint32_t head, tail;
-        memcpy(&head, s, 4);
-        memcpy(&tail, s + n - 4, 4);
-        memcpy(d, &head, 4);
-        memcpy(d + n - 4, &tail, 4);
+        copy_ends(d, s, n, 4);
     } else if (n) {
         d[0] = s[0];
         d[n / 2] = s[n / 2];
