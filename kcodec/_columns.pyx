@@ -15,8 +15,7 @@ from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OF
                              KC_COL_TIMESTAMP, KC_COL_VALUE, KC_COL_VIEWS, KC_ERR_EOF,
                              KC_ERR_MEMORY, KC_OK, KC_VIEW_SIZE,
                              kc_append_record, kc_batch_info, kc_buf, kc_buf_reserve,
-                             kc_columns,
-                             kc_columns_free, kc_columns_init, kc_columns_reserve,
+                             kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_complete_records, kc_decode_records, kc_gather,
                              kc_gather_views)
 from kcodec._layout cimport ATTR_HEADERS_FIRST, ATTR_NO_RECORD_ATTRIBUTES
@@ -473,9 +472,9 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
 # ---- LZ4, snappy and zstd batches decoded block by block ------------------------------
 # A batch's records are decoded as each LZ4 or xerial snappy block (or 512 KiB of zstd
 # output) is decompressed, while it is still in cache, instead of being read back from a
-# megabyte of fresh memory afterwards. When keys and values are copied out (not binary views), a batch decompressing
-# to more than a few megabytes drops the records decoded from the decompression buffer,
-# which so stays that size. Anything unusual (a record that fails, a frame error, a count
+# megabyte of fresh memory afterwards. When keys and values are copied out (not binary
+# views), a batch decompressing to more than a few megabytes drops the records decoded from
+# the decompression buffer, which so stays that size. Anything unusual (a record that fails, a frame error, a count
 # left over) undoes what the batch added and leaves the batch to the ordinary path, which
 # then gives its exact verdict.
 
