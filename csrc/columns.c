@@ -205,13 +205,15 @@ static inline void view_at(uint8_t *d, const uint8_t *p, int32_t n, int32_t buff
 
 /* Appends a view of a copy of the value (NULL: null) to a view column: short values are
  * inlined, longer ones copied into `data`, data buffer 0. The views and validity columns
- * already have room. */
+ * already have room. -1 when out of memory, -2 when `data` would pass INT32_MAX bytes. */
 static int put_copied_view(kc_buf *views, kc_buf *data, kc_buf *valid, const uint8_t *p,
                            int64_t n)
 {
     int64_t at = (int64_t)data->len;
     if (p != NULL && n > KC_VIEW_INLINE) {
-        if (n > INT32_MAX - at || buf_reserve(data, (size_t)n) < 0)
+        if (n > INT32_MAX - at)
+            return -2;
+        if (buf_reserve(data, (size_t)n) < 0)
             return -1;
         copy_bytes(data->data + data->len, p, (size_t)n);
         data->len += (size_t)n;
@@ -241,13 +243,14 @@ static int put_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int
         PUT(c->timestamp_type, int8_t, b->timestamp_type);
     }
     if (w & KC_COL_VIEWS) {
+        int r = 0;
         if ((w & KC_COL_KEY) &&
-            put_copied_view(&c->key_views, &c->key_data, &c->key_valid, key, key_len) < 0)
-            return -1;
+            (r = put_copied_view(&c->key_views, &c->key_data, &c->key_valid, key, key_len)) < 0)
+            return r;
         if ((w & KC_COL_VALUE) &&
-            put_copied_view(&c->value_views, &c->value_data, &c->value_valid, value,
-                            value_len) < 0)
-            return -1;
+            (r = put_copied_view(&c->value_views, &c->value_data, &c->value_valid, value,
+                                 value_len)) < 0)
+            return r;
     } else {
         if ((w & KC_COL_KEY) &&
             put_span(&c->key_offsets, &c->key_data, &c->key_valid, key, key_len) < 0)
@@ -585,9 +588,11 @@ int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int6
     if (offset < b->offset_lo || offset >= b->offset_hi || timestamp < b->timestamp_lo ||
         timestamp >= b->timestamp_hi)
         return 0;
-    if (reserve_records(c, 1) < 0 ||
-        put_record(c, b, offset, timestamp, key, key_len, value, value_len, sequence) < 0)
+    if (reserve_records(c, 1) < 0)
         return KC_ERR_MEMORY;
+    int r = put_record(c, b, offset, timestamp, key, key_len, value, value_len, sequence);
+    if (r < 0)
+        return r == -2 ? KC_ERR_VIEW_RANGE : KC_ERR_MEMORY;
     if (c->want & KC_COL_HEADERS)
         PUT(c->header_offsets, int64_t, c->n_headers);
     return 0;

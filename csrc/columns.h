@@ -111,7 +111,9 @@ int32_t kc_complete_records(const uint8_t *p, const uint8_t *end, int32_t max,
                             const uint8_t **boundary);
 
 /* Appends one record given field by field (legacy records, decoded by the row reader).
- * KC_ERR_MEMORY also when, with views, data buffer 0 would pass INT32_MAX bytes. */
+ * KC_ERR_MEMORY when a buffer cannot grow; KC_ERR_VIEW_RANGE when, with views, data
+ * buffer 0 would pass INT32_MAX bytes (a view's offset is 32-bit). */
+#define KC_ERR_VIEW_RANGE 101
 int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
                      const uint8_t *key, int64_t key_len, const uint8_t *value, int64_t value_len,
                      int32_t sequence);

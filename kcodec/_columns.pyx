@@ -13,7 +13,7 @@ from libc.string cimport memcpy
 
 from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OFFSET,
                              KC_COL_TIMESTAMP, KC_COL_VALUE, KC_COL_VIEWS, KC_ERR_EOF,
-                             KC_ERR_MEMORY, KC_OK, KC_VIEW_SIZE,
+                             KC_ERR_MEMORY, KC_ERR_VIEW_RANGE, KC_OK, KC_VIEW_SIZE,
                              kc_append_record, kc_batch_info, kc_buf, kc_buf_reserve,
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_complete_records, kc_decode_records, kc_gather,
@@ -474,9 +474,9 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
 # output) is decompressed, while it is still in cache, instead of being read back from a
 # megabyte of fresh memory afterwards. When keys and values are copied out (not binary
 # views), a batch decompressing to more than a few megabytes drops the records decoded from
-# the decompression buffer, which so stays that size. Anything unusual (a record that fails, a frame error, a count
-# left over) undoes what the batch added and leaves the batch to the ordinary path, which
-# then gives its exact verdict.
+# the decompression buffer, which so stays that size. Anything unusual (a record that
+# fails, a frame error, a count left over) undoes what the batch added and leaves the batch
+# to the ordinary path, which then gives its exact verdict.
 
 cdef struct _Snapshot:
     size_t lens[N_COLUMNS]
@@ -618,19 +618,18 @@ cdef int _append_legacy(_Chunk chunk, object entry, tuple offsets, tuple timesta
     info.is_control = 0
     info.offset_lo, info.offset_hi = offsets
     info.timestamp_lo, info.timestamp_hi = timestamps
-    cdef bint views = chunk.c.want & KC_COL_VIEWS
+    cdef int status
     for record in entry:
         k, v = record.key, record.value
-        if views and ((k is not None and len(k) > INT32_MAX - <Py_ssize_t>chunk.c.key_data.len)
-                      or (v is not None
-                          and len(v) > INT32_MAX - <Py_ssize_t>chunk.c.value_data.len)):
-            raise OverflowError("binary views reach 2 GiB into their copied values; legacy "
-                                "records past that size need binary_view=False")
         key = NULL if k is None else <const uint8_t *><const char *>k
         value = NULL if v is None else <const uint8_t *><const char *>v
-        if kc_append_record(&chunk.c, &info, record.offset, record.timestamp,
-                            key, 0 if k is None else len(k), value, 0 if v is None else len(v),
-                            -1) == KC_ERR_MEMORY:
+        status = kc_append_record(&chunk.c, &info, record.offset, record.timestamp,
+                                  key, 0 if k is None else len(k), value,
+                                  0 if v is None else len(v), -1)
+        if status == KC_ERR_VIEW_RANGE:
+            raise OverflowError("binary views reach 2 GiB into their copied values; legacy "
+                                "records past that size need binary_view=False")
+        if status == KC_ERR_MEMORY:
             raise MemoryError()
     return 0
 

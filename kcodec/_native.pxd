@@ -98,6 +98,7 @@ cdef extern from "columns.h" nogil:
         KC_COL_VIEWS
         KC_VIEW_SIZE
         KC_ERR_MEMORY
+        KC_ERR_VIEW_RANGE
 
     ctypedef struct kc_columns:
         unsigned want
