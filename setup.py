@@ -60,6 +60,7 @@ EXTENSIONS = [
     extension("_builder"),
     extension("_headers_first"),
     extension("_columns", "columns.c"),
+    extension("_bitmaps"),
 ]
 
 setup(

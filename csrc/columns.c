@@ -53,6 +53,56 @@ static inline int64_t last_i64(const kc_buf *b)
     return v;
 }
 
+/* Offsets are int64, or int32 when `narrow` (KC_COL_NARROW). */
+static inline int64_t last_offset(const kc_buf *b, int narrow)
+{
+    if (narrow) {
+        int32_t v;
+        memcpy(&v, b->data + b->len - sizeof v, sizeof v);
+        return v;
+    }
+    return last_i64(b);
+}
+
+/* Writes an offset at *at and moves past it; the caller has checked that it fits. */
+static KC_ALWAYS_INLINE void put_offset_at(uint8_t **at, int64_t v, int narrow)
+{
+    if (narrow) {
+        int32_t n = (int32_t)v;
+        memcpy(*at, &n, sizeof n);
+        *at += sizeof n;
+    } else {
+        memcpy(*at, &v, sizeof v);
+        *at += sizeof v;
+    }
+}
+
+static inline void put_offset(kc_buf *b, int64_t v, int narrow)
+{
+    uint8_t *at = b->data + b->len;
+    put_offset_at(&at, v, narrow);
+    b->len = (size_t)(at - b->data);
+}
+
+/* A timestamp in milliseconds as its column holds it: microseconds with KC_COL_ARROW_TIME
+ * (wrapping, as numpy's multiplication does), and its type. */
+static KC_ALWAYS_INLINE void put_time_at(uint8_t **timestamp_at, uint8_t **type_at,
+                                         int64_t timestamp, int8_t type, int arrow_time)
+{
+    if (arrow_time) {
+        int64_t micros = (int64_t)((uint64_t)timestamp * 1000u);
+        int32_t wide_type = type;
+        memcpy(*timestamp_at, &micros, sizeof micros);
+        memcpy(*type_at, &wide_type, sizeof wide_type);
+        *type_at += sizeof wide_type;
+    } else {
+        memcpy(*timestamp_at, &timestamp, sizeof timestamp);
+        **type_at = (uint8_t)type;
+        *type_at += 1;
+    }
+    *timestamp_at += sizeof timestamp;
+}
+
 int kc_columns_init(kc_columns *c, unsigned want)
 {
     memset(c, 0, sizeof *c);
@@ -62,7 +112,7 @@ int kc_columns_init(kc_columns *c, unsigned want)
     for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
         if (buf_reserve(offsets[i], sizeof(int64_t)) < 0)
             return -1;
-        PUT(*offsets[i], int64_t, 0);
+        put_offset(offsets[i], 0, want & KC_COL_NARROW);
     }
     return 0;
 }
@@ -88,19 +138,21 @@ static int reserve_records(kc_columns *c, size_t records)
 {
     unsigned w = c->want;
     int r = 0;
+    size_t offset_width = w & KC_COL_NARROW ? 4 : 8;
     if (w & KC_COL_OFFSET)
         r |= buf_reserve(&c->offset, 8 * records);
     if (w & KC_COL_TIMESTAMP)
-        r |= buf_reserve(&c->timestamp, 8 * records) | buf_reserve(&c->timestamp_type, records);
+        r |= buf_reserve(&c->timestamp, 8 * records) |
+             buf_reserve(&c->timestamp_type, (w & KC_COL_ARROW_TIME ? 4 : 1) * records);
     kc_buf *keys = w & KC_COL_VIEWS ? &c->key_views : &c->key_offsets;
     kc_buf *values = w & KC_COL_VIEWS ? &c->value_views : &c->value_offsets;
-    size_t per_value = w & KC_COL_VIEWS ? KC_VIEW_SIZE : 8;
+    size_t per_value = w & KC_COL_VIEWS ? KC_VIEW_SIZE : offset_width;
     if (w & KC_COL_KEY)
         r |= buf_reserve(keys, per_value * records) | buf_reserve(&c->key_valid, records);
     if (w & KC_COL_VALUE)
         r |= buf_reserve(values, per_value * records) | buf_reserve(&c->value_valid, records);
     if (w & KC_COL_HEADERS)
-        r |= buf_reserve(&c->header_offsets, 8 * records);
+        r |= buf_reserve(&c->header_offsets, offset_width * records);
     if (w & KC_COL_BATCH)
         r |= buf_reserve(&c->magic, records) | buf_reserve(&c->compression, records) |
              buf_reserve(&c->producer_id, 8 * records) |
@@ -166,21 +218,23 @@ static inline void copy_bytes(uint8_t *d, const uint8_t *s, size_t n)
 }
 
 /* Appends one value (NULL: null) to a binary column; the offsets and validity columns
- * already have room. */
+ * already have room. KC_OK, KC_ERR_MEMORY, or KC_ERR_OFFSET_RANGE (nothing appended). */
 static inline int put_span(kc_buf *offsets, kc_buf *data, kc_buf *valid, const uint8_t *p,
-                           int64_t n)
+                           int64_t n, int narrow)
 {
-    int64_t end = last_i64(offsets);
+    int64_t end = last_offset(offsets, narrow);
     if (p != NULL) {
+        if (narrow && n > INT32_MAX - end)
+            return KC_ERR_OFFSET_RANGE;
         if ((size_t)n > data->cap - data->len && buf_reserve(data, (size_t)n) < 0)
-            return -1;
+            return KC_ERR_MEMORY;
         copy_bytes(data->data + data->len, p, (size_t)n);
         data->len += (size_t)n;
         end += n;
     }
-    PUT(*offsets, int64_t, end);
+    put_offset(offsets, end, narrow);
     valid->data[valid->len++] = p != NULL;
-    return 0;
+    return KC_OK;
 }
 
 /* Writes the view of n bytes at p (NULL: null) that lie `offset` bytes into data buffer
@@ -205,23 +259,24 @@ static inline void view_at(uint8_t *d, const uint8_t *p, int32_t n, int32_t buff
 
 /* Appends a view of a copy of the value (NULL: null) to a view column: short values are
  * inlined, longer ones copied into `data`, data buffer 0. The views and validity columns
- * already have room. -1 when out of memory, -2 when `data` would pass INT32_MAX bytes. */
+ * already have room. KC_OK, KC_ERR_MEMORY, or KC_ERR_VIEW_RANGE when `data` would pass
+ * INT32_MAX bytes. */
 static int put_copied_view(kc_buf *views, kc_buf *data, kc_buf *valid, const uint8_t *p,
                            int64_t n)
 {
     int64_t at = (int64_t)data->len;
     if (p != NULL && n > KC_VIEW_INLINE) {
         if (n > INT32_MAX - at)
-            return -2;
+            return KC_ERR_VIEW_RANGE;
         if (buf_reserve(data, (size_t)n) < 0)
-            return -1;
+            return KC_ERR_MEMORY;
         copy_bytes(data->data + data->len, p, (size_t)n);
         data->len += (size_t)n;
     }
     view_at(views->data + views->len, p, (int32_t)n, 0, at);
     views->len += KC_VIEW_SIZE;
     valid->data[valid->len++] = p != NULL;
-    return 0;
+    return KC_OK;
 }
 
 static inline int32_t increment_sequence(int32_t sequence, int32_t increment)
@@ -231,33 +286,40 @@ static inline int32_t increment_sequence(int32_t sequence, int32_t increment)
     return (int32_t)((uint32_t)sequence + (uint32_t)increment);
 }
 
+/* KC_OK, or the status of the first column that could not take the record (the columns
+ * before it then hold one record more than the others: the caller discards them). */
 static int put_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
                       const uint8_t *key, int64_t key_len, const uint8_t *value,
                       int64_t value_len, int32_t sequence)
 {
     unsigned w = c->want;
+    int narrow = w & KC_COL_NARROW, r = KC_OK;
     if (w & KC_COL_OFFSET)
         PUT(c->offset, int64_t, offset);
     if (w & KC_COL_TIMESTAMP) {
-        PUT(c->timestamp, int64_t, timestamp);
-        PUT(c->timestamp_type, int8_t, b->timestamp_type);
+        uint8_t *timestamp_at = c->timestamp.data + c->timestamp.len;
+        uint8_t *type_at = c->timestamp_type.data + c->timestamp_type.len;
+        put_time_at(&timestamp_at, &type_at, timestamp, b->timestamp_type,
+                    w & KC_COL_ARROW_TIME);
+        c->timestamp.len = (size_t)(timestamp_at - c->timestamp.data);
+        c->timestamp_type.len = (size_t)(type_at - c->timestamp_type.data);
     }
     if (w & KC_COL_VIEWS) {
-        int r = 0;
         if ((w & KC_COL_KEY) &&
-            (r = put_copied_view(&c->key_views, &c->key_data, &c->key_valid, key, key_len)) < 0)
+            (r = put_copied_view(&c->key_views, &c->key_data, &c->key_valid, key, key_len)))
             return r;
         if ((w & KC_COL_VALUE) &&
             (r = put_copied_view(&c->value_views, &c->value_data, &c->value_valid, value,
-                                 value_len)) < 0)
+                                 value_len)))
             return r;
     } else {
         if ((w & KC_COL_KEY) &&
-            put_span(&c->key_offsets, &c->key_data, &c->key_valid, key, key_len) < 0)
-            return -1;
+            (r = put_span(&c->key_offsets, &c->key_data, &c->key_valid, key, key_len, narrow)))
+            return r;
         if ((w & KC_COL_VALUE) &&
-            put_span(&c->value_offsets, &c->value_data, &c->value_valid, value, value_len) < 0)
-            return -1;
+            (r = put_span(&c->value_offsets, &c->value_data, &c->value_valid, value, value_len,
+                          narrow)))
+            return r;
     }
     if (w & KC_COL_BATCH) {
         PUT(c->magic, int8_t, b->magic);
@@ -269,7 +331,7 @@ static int put_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int
         PUT(c->is_control, uint8_t, b->is_control);
     }
     c->n++;
-    return 0;
+    return KC_OK;
 }
 
 /* The batch columns other than sequence, the same for each of `records` records. */
@@ -290,28 +352,34 @@ static void put_batch_columns(kc_columns *c, const kc_batch_info *b, int64_t rec
     }
 }
 
+/* KC_OK, KC_ERR_MEMORY or KC_ERR_OFFSET_RANGE (then no header of the record is kept). */
 static int put_headers(kc_columns *c, const kc_record *r, int strict)
 {
     const uint8_t *q = r->headers;
     size_t room = (size_t)(r->end - r->headers);
+    int narrow = c->want & KC_COL_NARROW;
+    if (narrow && (r->header_count > INT32_MAX - c->n_headers ||
+                   (int64_t)room > INT32_MAX - last_offset(&c->header_key_offsets, 1) ||
+                   (int64_t)room > INT32_MAX - last_offset(&c->header_value_offsets, 1)))
+        return KC_ERR_OFFSET_RANGE;
     if (buf_reserve(&c->header_key_offsets, 8 * (size_t)r->header_count) < 0 ||
         buf_reserve(&c->header_value_offsets, 8 * (size_t)r->header_count) < 0 ||
         buf_reserve(&c->header_value_valid, (size_t)r->header_count) < 0 ||
         buf_reserve(&c->header_key_data, room) < 0 || buf_reserve(&c->header_value_data, room) < 0)
-        return -1;
+        return KC_ERR_MEMORY;
     for (int32_t i = 0; i < r->header_count; i++) {
         kc_header h;
         if (kc_scan_header(&q, r->end, &h, strict) != KC_OK)
-            return -1;  /* not reached: kc_scan_record checked every header */
-        int64_t key_end = last_i64(&c->header_key_offsets) + h.key_len;
+            return KC_ERR_MEMORY;  /* not reached: kc_scan_record checked every header */
+        int64_t key_end = last_offset(&c->header_key_offsets, narrow) + h.key_len;
         copy_bytes(c->header_key_data.data + c->header_key_data.len, h.key, (size_t)h.key_len);
         c->header_key_data.len += (size_t)h.key_len;
-        PUT(c->header_key_offsets, int64_t, key_end);
+        put_offset(&c->header_key_offsets, key_end, narrow);
         put_span(&c->header_value_offsets, &c->header_value_data, &c->header_value_valid,
-                 h.value, h.value_len);  /* cannot fail: room reserved above */
+                 h.value, h.value_len, narrow);  /* cannot fail: room checked above */
     }
     c->n_headers += r->header_count;
-    return 0;
+    return KC_OK;
 }
 
 /* Large values into a large column are copied with non-temporal stores. A value column of
@@ -373,16 +441,17 @@ static inline void end_streaming(void)
  * stores of record bytes (which may alias anything) do not force reloads of the columns'
  * lengths from memory for every record. */
 typedef struct {
-    uint8_t *offsets;   /* next int64 offset */
+    uint8_t *offsets;   /* next offset */
     uint8_t *valid;     /* next validity byte */
     int64_t end;        /* data bytes so far (the last offset) */
     kc_buf *data;
 } binary_cursor;
 
-static inline binary_cursor binary_open(kc_buf *offsets, kc_buf *data, kc_buf *valid)
+static inline binary_cursor binary_open(kc_buf *offsets, kc_buf *data, kc_buf *valid,
+                                        int narrow)
 {
     binary_cursor b = {offsets->data + offsets->len, valid->data + valid->len,
-                       last_i64(offsets), data};
+                       last_offset(offsets, narrow), data};
     return b;
 }
 
@@ -392,20 +461,23 @@ static inline void binary_close(binary_cursor *b, kc_buf *offsets, kc_buf *valid
     valid->len = (size_t)(b->valid - valid->data);
 }
 
-static inline int binary_put(binary_cursor *b, const uint8_t *p, int32_t n)
+/* KC_OK, KC_ERR_MEMORY, or KC_ERR_OFFSET_RANGE (nothing appended). */
+static KC_ALWAYS_INLINE int binary_put(binary_cursor *b, const uint8_t *p, int32_t n,
+                                       const int narrow)
 {
     if (p != NULL) {
         kc_buf *data = b->data;
+        if (narrow && n > INT32_MAX - b->end)
+            return KC_ERR_OFFSET_RANGE;
         if ((size_t)n > data->cap - data->len && buf_reserve(data, (size_t)n) < 0)
-            return -1;
+            return KC_ERR_MEMORY;
         copy_value(data->data + data->len, p, (size_t)n, data->len);
         data->len += (size_t)n;
         b->end += n;
     }
-    memcpy(b->offsets, &b->end, sizeof b->end);
-    b->offsets += sizeof b->end;
+    put_offset_at(&b->offsets, b->end, narrow);
     *b->valid++ = p != NULL;
-    return 0;
+    return KC_OK;
 }
 
 /* A view column being appended to (KC_COL_VIEWS), its views and validity reserved for the
@@ -427,8 +499,8 @@ static inline void view_close(view_cursor *v, kc_buf *views, kc_buf *valid)
     valid->len = (size_t)(v->valid - valid->data);
 }
 
-static inline void view_put(view_cursor *v, const uint8_t *p, int32_t n,
-                            const kc_batch_info *b)
+static KC_ALWAYS_INLINE void view_put(view_cursor *v, const uint8_t *p, int32_t n,
+                                      const kc_batch_info *b)
 {
     view_at(v->views, p, n, b->view_buffer, p != NULL ? (int64_t)(p - b->view_base) : 0);
     v->views += KC_VIEW_SIZE;
@@ -443,11 +515,13 @@ static inline void view_put(view_cursor *v, const uint8_t *p, int32_t n,
     } while (0)
 
 /* The loop of kc_decode_records, inlined once per record layout so that the record
- * scanner is specialised (has_attributes and meta_only are constants in each copy). */
+ * scanner is specialised (has_attributes and meta_only are constants in each copy, and
+ * narrow and arrow_time, KC_COL_NARROW and KC_COL_ARROW_TIME, in the common copies). */
 static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
                                         const uint8_t *p, const uint8_t *end, int32_t count,
                                         const uint8_t **err_at, const int has_attributes,
-                                        const int meta_only)
+                                        const int meta_only, const int narrow,
+                                        const int arrow_time)
 {
     if (reserve_records(c, (size_t)count) < 0)
         return KC_ERR_MEMORY;
@@ -467,8 +541,9 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
     uint8_t *timestamp_type_at = c->timestamp_type.data + c->timestamp_type.len;
     uint8_t *header_offsets_at = c->header_offsets.data + c->header_offsets.len;
     uint8_t *sequence_at = c->sequence.data + c->sequence.len;
-    binary_cursor keys = binary_open(&c->key_offsets, &c->key_data, &c->key_valid);
-    binary_cursor values = binary_open(&c->value_offsets, &c->value_data, &c->value_valid);
+    binary_cursor keys = binary_open(&c->key_offsets, &c->key_data, &c->key_valid, narrow);
+    binary_cursor values = binary_open(&c->value_offsets, &c->value_data, &c->value_valid,
+                                       narrow);
     view_cursor key_views = view_open(&c->key_views, &c->key_valid);
     view_cursor value_views = view_open(&c->value_views, &c->value_valid);
     int64_t kept = 0;
@@ -491,18 +566,17 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
             continue;
         if (want_offset)
             PUT_AT(offset_at, int64_t, offset);
-        if (want_timestamp) {
-            PUT_AT(timestamp_at, int64_t, timestamp);
-            *timestamp_type_at++ = (uint8_t)b->timestamp_type;
-        }
+        if (want_timestamp)
+            put_time_at(&timestamp_at, &timestamp_type_at, timestamp, b->timestamp_type,
+                        arrow_time);
         if (views) {
             if (want_key)
                 view_put(&key_views, r.key, r.key_len, b);
             if (want_value)
                 view_put(&value_views, r.value, r.value_len, b);
-        } else if ((want_key && binary_put(&keys, r.key, r.key_len) < 0) ||
-                   (want_value && binary_put(&values, r.value, r.value_len) < 0)) {
-            status = KC_ERR_MEMORY;
+        } else if ((want_key && (status = binary_put(&keys, r.key, r.key_len, narrow))) ||
+                   (want_value &&
+                    (status = binary_put(&values, r.value, r.value_len, narrow)))) {
             goto done;
         }
         if (want_batch)
@@ -510,11 +584,9 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
                    ? increment_sequence(base_sequence, r.offset_delta) : -1);
         kept++;
         if (want_headers) {
-            if (r.header_count && put_headers(c, &r, strict) < 0) {
-                status = KC_ERR_MEMORY;
+            if (r.header_count && (status = put_headers(c, &r, strict)))
                 goto done;
-            }
-            PUT_AT(header_offsets_at, int64_t, c->n_headers);
+            put_offset_at(&header_offsets_at, c->n_headers, narrow);
         }
     }
     if (p != end) {
@@ -558,11 +630,19 @@ int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, c
         *err_at = end;
         return KC_ERR_EOF;
     }
+    const int narrow = (c->want & KC_COL_NARROW) != 0;
+    const int arrow_time = (c->want & KC_COL_ARROW_TIME) != 0;
     if (b->meta_only)
-        return decode_loop(c, b, p, end, count, err_at, b->has_attributes, 1);
-    if (b->has_attributes)
-        return decode_loop(c, b, p, end, count, err_at, 1, 0);
-    return decode_loop(c, b, p, end, count, err_at, 0, 0);
+        return decode_loop(c, b, p, end, count, err_at, b->has_attributes, 1, narrow,
+                           arrow_time);
+    if (!b->has_attributes)
+        return decode_loop(c, b, p, end, count, err_at, 0, 0, narrow, arrow_time);
+    /* ordinary records into numpy's layout or Arrow's: the loops that matter most */
+    if (!narrow && !arrow_time)
+        return decode_loop(c, b, p, end, count, err_at, 1, 0, 0, 0);
+    if (narrow && arrow_time)
+        return decode_loop(c, b, p, end, count, err_at, 1, 0, 1, 1);
+    return decode_loop(c, b, p, end, count, err_at, 1, 0, narrow, arrow_time);
 }
 
 int32_t kc_complete_records(const uint8_t *p, const uint8_t *end, int32_t max,
@@ -591,11 +671,11 @@ int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int6
     if (reserve_records(c, 1) < 0)
         return KC_ERR_MEMORY;
     int r = put_record(c, b, offset, timestamp, key, key_len, value, value_len, sequence);
-    if (r < 0)
-        return r == -2 ? KC_ERR_VIEW_RANGE : KC_ERR_MEMORY;
+    if (r != KC_OK)
+        return r;
     if (c->want & KC_COL_HEADERS)
-        PUT(c->header_offsets, int64_t, c->n_headers);
-    return 0;
+        put_offset(&c->header_offsets, c->n_headers, c->want & KC_COL_NARROW);
+    return KC_OK;
 }
 
 /* The bytes view v (of column g) stands for, or NULL when it points outside its buffer. */

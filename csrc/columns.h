@@ -4,8 +4,11 @@
  *
  * The caller (kcodec/_columns.pyx) frames batches, decompresses them and applies
  * batch-level filters; kc_decode_records() runs without the GIL over one batch's records
- * region. Offsets of variable-length columns are int64 (Arrow's large layout; narrowed
- * when converting), validity is a byte per value (1 valid, 0 null).
+ * region. Offsets of variable-length columns are int64 (Arrow's large layout), or int32
+ * with KC_COL_NARROW; validity is a byte per value (1 valid, 0 null). Timestamps are
+ * int64 milliseconds and timestamp types int8, or with KC_COL_ARROW_TIME microseconds and
+ * int32 (the types of the Spark-shaped Arrow columns), so that no pass over the columns
+ * converts them afterwards.
  *
  * With KC_COL_VIEWS, keys and values are written as Arrow binary views instead (16 bytes a
  * value: its length and either the value itself, when it has at most 12 bytes, or its first
@@ -36,6 +39,8 @@ enum {
     KC_COL_HEADERS = 1 << 4,
     KC_COL_BATCH = 1 << 5,   /* magic, compression, producer id/epoch, sequence, flags */
     KC_COL_VIEWS = 1 << 6,   /* keys and values as binary views, not offsets + data */
+    KC_COL_NARROW = 1 << 7,  /* int32 offsets (KC_ERR_OFFSET_RANGE past INT32_MAX) */
+    KC_COL_ARROW_TIME = 1 << 8,  /* timestamps in microseconds, timestamp types int32 */
 };
 
 enum { KC_VIEW_SIZE = 16, KC_VIEW_INLINE = 12 };
@@ -45,12 +50,12 @@ typedef struct {
     int64_t n;                 /* records */
     int64_t n_headers;
     kc_buf offset;             /* int64 */
-    kc_buf timestamp;          /* int64, ms */
-    kc_buf timestamp_type;     /* int8 */
+    kc_buf timestamp;          /* int64, ms (KC_COL_ARROW_TIME: us) */
+    kc_buf timestamp_type;     /* int8 (KC_COL_ARROW_TIME: int32) */
     kc_buf key_offsets, key_data, key_valid;
     kc_buf value_offsets, value_data, value_valid;
     kc_buf key_views, value_views;   /* KC_COL_VIEWS: KC_VIEW_SIZE bytes a record */
-    kc_buf header_offsets;     /* int64 per record + 1: index into the header columns */
+    kc_buf header_offsets;     /* an offset per record + 1: index into the header columns */
     kc_buf header_key_offsets, header_key_data;
     kc_buf header_value_offsets, header_value_data, header_value_valid;
     kc_buf magic, compression; /* int8 */
@@ -97,9 +102,12 @@ void kc_columns_free(kc_columns *c);
 
 /*
  * Appends the `count` records in [p, end) that pass the filters. On a malformed record
- * returns its status and sets *err_at; KC_ERR_MEMORY when a buffer cannot grow.
+ * returns its status and sets *err_at; KC_ERR_MEMORY when a buffer cannot grow;
+ * KC_ERR_OFFSET_RANGE when, with KC_COL_NARROW, an offset would pass INT32_MAX (the
+ * columns are then to be decoded again without it).
  */
 #define KC_ERR_MEMORY 100
+#define KC_ERR_OFFSET_RANGE 102
 int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
                       int32_t count, const uint8_t **err_at);
 
@@ -112,7 +120,8 @@ int32_t kc_complete_records(const uint8_t *p, const uint8_t *end, int32_t max,
 
 /* Appends one record given field by field (legacy records, decoded by the row reader).
  * KC_ERR_MEMORY when a buffer cannot grow; KC_ERR_VIEW_RANGE when, with views, data
- * buffer 0 would pass INT32_MAX bytes (a view's offset is 32-bit). */
+ * buffer 0 would pass INT32_MAX bytes (a view's offset is 32-bit); KC_ERR_OFFSET_RANGE as
+ * for kc_decode_records. */
 #define KC_ERR_VIEW_RANGE 101
 int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
                      const uint8_t *key, int64_t key_len, const uint8_t *value, int64_t value_len,

@@ -20,6 +20,7 @@ def decode_chunk(
     max_decompressed_size: int | None = None,
     validate_crc: bool = False,
     views: bool = False,
+    arrow: bool = False,
 ) -> dict[str, Any]: ...
 def decode_first_part(
     entries: Sequence[Any],

@@ -11,9 +11,10 @@ from libc.stdint cimport INT32_MAX, INT64_MAX, INT64_MIN, int32_t, int64_t, uint
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
-from kcodec._native cimport (KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY, KC_COL_OFFSET,
-                             KC_COL_TIMESTAMP, KC_COL_VALUE, KC_COL_VIEWS, KC_ERR_EOF,
-                             KC_ERR_MEMORY, KC_ERR_VIEW_RANGE, KC_OK, KC_VIEW_SIZE,
+from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY,
+                             KC_COL_NARROW, KC_COL_OFFSET, KC_COL_TIMESTAMP, KC_COL_VALUE,
+                             KC_COL_VIEWS, KC_ERR_EOF, KC_ERR_MEMORY, KC_ERR_OFFSET_RANGE,
+                             KC_ERR_VIEW_RANGE, KC_OK, KC_VIEW_SIZE,
                              kc_append_record, kc_batch_info, kc_buf, kc_buf_reserve,
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_complete_records, kc_decode_records, kc_gather,
@@ -462,6 +463,8 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
         batch.ensure_valid()
     if status == KC_ERR_MEMORY:
         raise MemoryError()
+    if status == KC_ERR_OFFSET_RANGE:
+        raise _OffsetRange()
     task = &run.tasks[failed]
     where = batch.position if task.info.compression else batch.position + 61 + (err_at - task.start)
     raise InvalidRecordError(
@@ -629,18 +632,32 @@ cdef int _append_legacy(_Chunk chunk, object entry, tuple offsets, tuple timesta
         if status == KC_ERR_VIEW_RANGE:
             raise OverflowError("binary views reach 2 GiB into their copied values; legacy "
                                 "records past that size need binary_view=False")
+        if status == KC_ERR_OFFSET_RANGE:
+            raise _OffsetRange()
         if status == KC_ERR_MEMORY:
             raise MemoryError()
     return 0
 
 
+class _OffsetRange(Exception):
+    """Int32 offsets (KC_COL_NARROW) cannot reach this chunk's keys, values or headers."""
+
+
 def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MIN, INT64_MAX),
                  timestamps=(INT64_MIN, INT64_MAX), max_decompressed_size=None,
-                 bint validate_crc=False, bint views=False):
+                 bint validate_crc=False, bint views=False, bint arrow=False):
     """Decode ``entries`` (batches from read_batches) into a dict of numpy arrays;
     ``validate_crc`` checks each v2 batch's CRC here, in the calling thread. With ``views``
     keys and values are binary views (``*_views``, 16 bytes each) into ``*_data`` (buffer
-    0) and the buffers ``view_sources`` lists as (address, size, owner)."""
+    0) and the buffers ``view_sources`` lists as (address, size, owner). With ``arrow`` the
+    columns come in the layouts of the Arrow table: int32 offsets (int64 when a column's
+    bytes pass 2 GiB), timestamps in microseconds, timestamp types int32."""
+    if arrow:
+        try:
+            return _decode(entries, want | KC_COL_NARROW | KC_COL_ARROW_TIME, strict, offsets,
+                           timestamps, max_decompressed_size, validate_crc, views, None)
+        except _OffsetRange:
+            want |= KC_COL_ARROW_TIME   # decoded again, with int64 offsets
     return _decode(entries, want, strict, offsets, timestamps, max_decompressed_size,
                    validate_crc, views, None)
 
@@ -854,5 +871,8 @@ cdef dict _arrays(_Chunk chunk, size_t records):
     left_out = _NOT_IN_VIEWS if c.want & KC_COL_VIEWS else _NOT_IN_BINARY
     for i, (name, dtype, group) in enumerate(_COLUMNS):
         if c.want & group and name not in left_out:
+            if (c.want & KC_COL_NARROW and name.endswith("_offsets") or
+                    c.want & KC_COL_ARROW_TIME and name == "timestamp_type"):
+                dtype = numpy.int32
             out[name] = _take(bufs[i], dtype)
     return out

@@ -96,9 +96,12 @@ cdef extern from "columns.h" nogil:
         KC_COL_HEADERS
         KC_COL_BATCH
         KC_COL_VIEWS
+        KC_COL_NARROW
+        KC_COL_ARROW_TIME
         KC_VIEW_SIZE
         KC_ERR_MEMORY
         KC_ERR_VIEW_RANGE
+        KC_ERR_OFFSET_RANGE
 
     ctypedef struct kc_columns:
         unsigned want

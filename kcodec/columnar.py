@@ -35,6 +35,7 @@ from kcodec._columns import (
 )
 from kcodec._legacy import LegacyBatch
 from kcodec._workers import run_all
+from kcodec.arrow_batch import record_batch
 from kcodec.constants import ControlType
 
 if TYPE_CHECKING:
@@ -258,90 +259,6 @@ def _concatenate(chunks: list[dict[str, Any]], threads: int) -> dict[str, Any]:
     return out
 
 
-def _binary(pa: Any, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None,
-            kind: str = "binary") -> Any:
-    n = len(offsets) - 1
-    bitmap = None
-    if valid is not None and not valid.all():
-        bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    if offsets[-1] < 2**31:
-        arrow_type = pa.string() if kind == "string" else pa.binary()
-        offsets = offsets.astype(np.int32)
-    else:
-        arrow_type = pa.large_string() if kind == "string" else pa.large_binary()
-    return pa.Array.from_buffers(arrow_type, n, [bitmap, pa.py_buffer(offsets),
-                                                 pa.py_buffer(data)])
-
-
-def _header_keys(pa: Any, keys: Any) -> Any:
-    """Header keys as strings, checked as UTF-8 (a cast that copies nothing); malformed keys
-    are decoded with U+FFFD, as Java and the row API decode them."""
-    large = pa.types.is_large_binary(keys.type)
-    try:
-        return keys.cast(pa.large_string() if large else pa.string())
-    except pa.ArrowInvalid:
-        return pa.array([k.decode("utf-8", "replace") for k in keys.to_pylist()],
-                        pa.large_string() if large else pa.string())
-
-
-def _constant_strings(pa: Any, text: str | None, n: int) -> Any:
-    if text is None:
-        return pa.nulls(n, pa.string())
-    raw = text.encode()
-    offsets = np.arange(n + 1, dtype=np.int64) * len(raw)
-    return _binary(pa, offsets, np.frombuffer(raw * n, dtype=np.uint8), None, "string")
-
-
-def _views(pa: Any, views: np.ndarray, copied: np.ndarray, valid: np.ndarray,
-           sources: list[Any]) -> Any:
-    """A binary_view array: views into ``copied`` (buffer 0) and the ``sources``."""
-    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    buffers = [bitmap, pa.py_buffer(views), pa.py_buffer(copied), *sources]
-    return pa.Array.from_buffers(pa.binary_view(), len(valid), buffers)
-
-
-def _record_batch(chunk: dict[str, Any], names: Sequence[str], topic: str | None,
-                  partition: int | None) -> pyarrow.RecordBatch:
-    import pyarrow as pa
-    n = chunk["count"]
-    sources = None   # the buffers views point into, shared by the key and value columns
-    if "view_sources" in chunk:
-        sources = [pa.foreign_buffer(address, size, owner)
-                   for address, size, owner in chunk["view_sources"]]
-    arrays, fields = [], []
-    for name in names:
-        if (name == "key" or name == "value") and sources is not None:
-            column = _views(pa, chunk[f"{name}_views"], chunk[f"{name}_data"],
-                            chunk[f"{name}_valid"], sources)
-        elif name == "key" or name == "value":
-            column = _binary(pa, chunk[f"{name}_offsets"], chunk[f"{name}_data"],
-                             chunk[f"{name}_valid"])
-        elif name == "topic":
-            column = _constant_strings(pa, topic, n)
-        elif name == "partition":
-            column = (pa.nulls(n, pa.int32()) if partition is None
-                      else pa.array(np.full(n, partition, dtype=np.int32)))
-        elif name == "offset":
-            column = pa.array(chunk["offset"])
-        elif name == "timestamp":
-            column = pa.array(chunk["timestamp"] * 1000, type=pa.timestamp("us", tz="UTC"))
-        elif name == "timestampType":
-            column = pa.array(chunk["timestamp_type"].astype(np.int32))
-        elif name == "headers":
-            keys = _header_keys(pa, _binary(pa, chunk["header_key_offsets"],
-                                            chunk["header_key_data"], None))
-            values = _binary(pa, chunk["header_value_offsets"], chunk["header_value_data"],
-                             chunk["header_value_valid"])
-            struct = pa.StructArray.from_arrays([keys, values], names=["key", "value"])
-            column = pa.ListArray.from_arrays(pa.array(chunk["header_offsets"].astype(np.int32)),
-                                              struct)
-        else:
-            column = pa.array(chunk[name])
-        arrays.append(column)
-        fields.append(name)
-    return pa.RecordBatch.from_arrays(arrays, names=fields)
-
-
 def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = None,
                partition: int | None = None, columns: Iterable[str] | None = None,
                include_headers: bool = False, metadata: bool = False,
@@ -367,14 +284,14 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
             raise ImportError(f"binary_view columns need pyarrow 16 or later, "
                               f"not {pa.__version__}")
     options["views"] = binary_view
+    options["arrow"] = True
     total = sum(e.record_count if isinstance(e, RecordBatch) else 1 for e in entries)
     chunks = _split(entries, max(1, -(-total // max(chunk_records, 1)), threads))
     for start in range(0, len(chunks), max(threads, 1)):
-        # the Arrow arrays are assembled by the decoding threads too (numpy's conversions
-        # run without the GIL)
+        # the Arrow arrays are assembled by the decoding threads too
         yield from _decode_groups(chunks[start:start + max(threads, 1)], want, threads,
-                                  options, lambda chunk: _record_batch(chunk, names, topic,
-                                                                       partition))
+                                  options, lambda chunk: record_batch(chunk, names, topic,
+                                                                      partition))
 
 
 def decode_arrow(data: Any, **options: Any) -> pyarrow.Table:
@@ -385,8 +302,9 @@ def decode_arrow(data: Any, **options: Any) -> pyarrow.Table:
         names = options.get("columns") or [
             *SPARK_COLUMNS, *(["headers"] if options.get("include_headers") else []),
             *(BATCH_COLUMNS if options.get("metadata") else [])]
-        empty = decode_chunk([], _want(names), views=options.get("binary_view", False))
-        batches = [_record_batch(empty, list(names), options.get("topic"),
+        empty = decode_chunk([], _want(names), views=options.get("binary_view", False),
+                             arrow=True)
+        batches = [record_batch(empty, list(names), options.get("topic"),
                                  options.get("partition"))]
     return pa.Table.from_batches(batches)
 

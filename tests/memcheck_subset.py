@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 
 import kcodec
+from kcodec import columnar
+from kcodec._bitmaps import pack_bitmaps
+from kcodec._columns import decode_chunk
+from kcodec.columnar import ALL_COLUMNS
 from kcodec.errors import KcodecError
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -37,6 +41,9 @@ def main() -> None:
             record.headers  # noqa: B018
     kcodec.decode_columns(log, include_headers=True, metadata=True)
     kcodec.decode_columns(log, include_headers=True, threads=3)   # parts joined by gathering
+    # Arrow's layouts, written by the decoder, and the bitmaps (without pyarrow)
+    pack_bitmaps(decode_chunk(list(kcodec.read_batches(log)), columnar._want(ALL_COLUMNS),
+                              arrow=True))
     compressed = b"".join(b for b in data if b[16] == 2 and b[22] & 7)   # v2, codec bits
     kcodec.decode_columns(compressed, include_headers=True, threads=3)   # appended in place
     kcodec.decode_columns(b"".join(data), columns=("offset", "key", "headers"),
