@@ -40,6 +40,8 @@ def main() -> None:
         for record in read:
             record.headers  # noqa: B018
     kcodec.decode_columns(log, include_headers=True, metadata=True)
+    kcodec.decode_columns(log, include_headers=True, threads=3)   # small records: in place
+    columnar.GATHER_FROM_RECORD_BYTES = 0
     kcodec.decode_columns(log, include_headers=True, threads=3)   # parts joined by gathering
     # Arrow's layouts, written by the decoder, and the bitmaps (without pyarrow)
     pack_bitmaps(decode_chunk(list(kcodec.read_batches(log)), columnar._want(ALL_COLUMNS),

@@ -298,13 +298,14 @@ def assert_same_columns(got: dict[str, Any], expected: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("threads", [2, 3, 8])
 @pytest.mark.parametrize("columns", [None, ["value"], ["key", "offset"], ["offset"]])
-@pytest.mark.parametrize("compressed", [False, True])
+@pytest.mark.parametrize("compressed, small", [(False, False), (False, True), (True, False)])
 def test_threads_join_to_the_columns_of_one(threads: int, columns: list[str] | None,
-                                            compressed: bool,
+                                            compressed: bool, small: bool,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Parts decoded by several threads give exactly the arrays one thread gives: mostly
-    uncompressed input as views copied once into the joined columns, mostly compressed
-    input with the first part decoded into them and the others appended."""
+    uncompressed input of records that are not small as views copied once into the joined
+    columns; mostly compressed input, or small records, with the first part decoded into
+    them and the others appended."""
     from kcodec import columnar
     from kcodec._columns import join_parts
     joined = []
@@ -314,11 +315,13 @@ def test_threads_join_to_the_columns_of_one(threads: int, columns: list[str] | N
         return join_parts(*args)
 
     monkeypatch.setattr(columnar, "join_parts", counted_join)
+    # the log's records are small: gathered only when no record counts as small
+    monkeypatch.setattr(columnar, "GATHER_FROM_RECORD_BYTES", 1000 if small else 0)
     log = mixed_log([kind for kind in MIXED if kind[1] != "none"] if compressed else MIXED)
     options: dict[str, Any] = {"include_headers": True, "metadata": True, "columns": columns}
     assert_same_columns(kcodec.decode_columns(log, threads=threads, **options),
                         kcodec.decode_columns(log, **options))
-    assert joined == ([True] if compressed else [])
+    assert joined == ([True] if compressed or small else [])
 
 
 def test_threads_join_parts_with_and_without_views(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -336,6 +339,7 @@ def test_threads_join_parts_with_and_without_views(monkeypatch: pytest.MonkeyPat
 
     log = mixed_log()
     expected = kcodec.decode_columns(log, include_headers=True)
+    monkeypatch.setattr(columnar, "GATHER_FROM_RECORD_BYTES", 0)   # its records are small
     monkeypatch.setattr(columnar, "decode_chunk", views_for_all_parts_but_the_first)
     assert_same_columns(kcodec.decode_columns(log, include_headers=True, threads=4), expected)
     assert parts.count(False) == 1 and parts.count(True) >= 3
