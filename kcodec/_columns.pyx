@@ -50,14 +50,20 @@ cdef enum:
     SPARES = 48
     SPARE_TOTAL_BYTES = 512 * 1024 * 1024
     N_COLUMNS = 24
-    KEY_DATA = 4     # their places in _buffers' order
+    TIMESTAMP_TYPE = 2   # their places in _buffers' order
+    KEY_OFFSETS = 3
+    KEY_DATA = 4
+    VALUE_OFFSETS = 6
     VALUE_DATA = 7
+    HEADER_OFFSETS = 9
+    HEADER_KEY_OFFSETS = 10
+    HEADER_VALUE_OFFSETS = 12
 
 cdef uint8_t *_spare_data[SPARES]
 cdef size_t _spare_cap[SPARES]
 cdef int _n_spares = 0
 cdef size_t _spare_bytes = 0
-cdef double _per_record[N_COLUMNS]  # bytes each column took per record in the last chunk
+cdef double _per_record[N_COLUMNS]  # items each column took per record in the last chunk
 
 
 cdef void _remove_spare(int i) noexcept:
@@ -183,6 +189,13 @@ _COLUMNS = (
     ("is_transactional", numpy.bool_, KC_COL_BATCH), ("is_control", numpy.bool_, KC_COL_BATCH),
     ("key_views", numpy.uint8, KC_COL_KEY), ("value_views", numpy.uint8, KC_COL_VALUE),
 )
+cdef size_t _NUMPY_ITEM_SIZE[N_COLUMNS]
+for _i, (_name, _dtype, _group) in enumerate(_COLUMNS):
+    _NUMPY_ITEM_SIZE[_i] = numpy.dtype(_dtype).itemsize
+assert [_COLUMNS[i][0] for i in (TIMESTAMP_TYPE, KEY_OFFSETS, KEY_DATA, VALUE_OFFSETS, VALUE_DATA,
+                                 HEADER_OFFSETS, HEADER_KEY_OFFSETS, HEADER_VALUE_OFFSETS)] == [
+    "timestamp_type", "key_offsets", "key_data", "value_offsets", "value_data", "header_offsets",
+    "header_key_offsets", "header_value_offsets"]
 # what each layout leaves out of the result
 _NOT_IN_VIEWS = frozenset(("key_offsets", "value_offsets"))
 _NOT_IN_BINARY = frozenset(("key_views", "value_views"))
@@ -202,6 +215,17 @@ cdef void _buffers(kc_columns *c, kc_buf **out) noexcept:
         out[i] = all_[i]
 
 
+cdef size_t _item_size(kc_columns *c, int i) noexcept:
+    """The bytes of one item of column i in c's layout (Arrow's or numpy's)."""
+    if c.want & KC_COL_NARROW and (i == KEY_OFFSETS or i == VALUE_OFFSETS or
+                                   i == HEADER_OFFSETS or i == HEADER_KEY_OFFSETS or
+                                   i == HEADER_VALUE_OFFSETS):
+        return 4
+    if c.want & KC_COL_ARROW_TIME and i == TIMESTAMP_TYPE:
+        return 4
+    return _NUMPY_ITEM_SIZE[i]
+
+
 cdef void _adopt_spares(kc_columns *c, size_t records) noexcept:
     """Give each column a spare as large as the last chunk's shape says this one needs."""
     cdef kc_buf *bufs[N_COLUMNS]
@@ -209,12 +233,14 @@ cdef void _adopt_spares(kc_columns *c, size_t records) noexcept:
     _buffers(c, bufs)
     for i in range(N_COLUMNS):
         if _per_record[i] > 0 and not (c.want & KC_COL_VIEWS and _is_data(i)):
-            _adopt(bufs[i], <size_t>(_per_record[i] * records) + bufs[i].len)
+            _adopt(bufs[i], <size_t>min(_per_record[i] * records * _item_size(c, i),
+                                        <double>SPARE_TOTAL_BYTES) + bufs[i].len)
 
 
 cdef void _remember_sizes(kc_columns *c, size_t records) noexcept:
-    """Remember each column's bytes per record: the next chunk of a stream (or a part of
-    this one decoded by another thread) has about the same shape."""
+    """Remember each column's items per record (not bytes: Arrow's layout has narrower
+    offsets and wider timestamp types than numpy's): the next chunk of a stream, or a part
+    of this one decoded by another thread, has about the same shape."""
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
     if records == 0:
@@ -222,7 +248,7 @@ cdef void _remember_sizes(kc_columns *c, size_t records) noexcept:
     _buffers(c, bufs)
     for i in range(N_COLUMNS):
         if bufs[i].len and not (c.want & KC_COL_VIEWS and _is_data(i)):
-            _per_record[i] = <double>bufs[i].len / records
+            _per_record[i] = <double>(bufs[i].len / _item_size(c, i)) / records
 
 
 cdef inline bint _is_data(int i) noexcept:
@@ -672,6 +698,12 @@ def decode_first_part(entries, unsigned want, room_for, *, bint strict=False,
                    validate_crc, False, room_for)
 
 
+cdef enum:
+    # reserved at most for keys and values, each, of compressed batches and legacy messages
+    # at the start of a decode (their size is known only once decompressed)
+    GUESS_PAST_UNCOMPRESSED = 64 * 1024 * 1024
+
+
 cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                     max_decompressed_size, bint validate_crc, bint views, room_for):
     if views:
@@ -680,7 +712,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     cdef _Chunk chunk = _Chunk.__new__(_Chunk)
     if kc_columns_init(&chunk.c, want) < 0:
         raise MemoryError()
-    cdef size_t records = 0, key_bytes, value_bytes, region_bytes = 0
+    cdef size_t records = 0, key_bytes, value_bytes, region_bytes = 0, most_bytes = 0
     cdef Py_ssize_t section
     for entry in entries if room_for is None else room_for:
         if type(entry) is RecordBatch:
@@ -691,15 +723,22 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                            section if entry.compression_id else section // 5)
             if not entry.compression_id:
                 region_bytes += section
+            else:
+                most_bytes = GUESS_PAST_UNCOMPRESSED
         else:
             records += 1
+            most_bytes = GUESS_PAST_UNCOMPRESSED
     _adopt_spares(&chunk.c, records)
     # keys and values: as many bytes per record as last time, or at first (values) the
-    # uncompressed records' size; they grow as needed
+    # uncompressed records' size; they grow as needed. The guess is bounded by what the
+    # uncompressed records can hold (and a little more for the others), lest a chunk of a
+    # few huge values make the next one reserve as much for each of its records.
     key_bytes = value_bytes = 0
+    most_bytes += region_bytes
     if not views:
-        key_bytes = <size_t>(_per_record[KEY_DATA] * records)
-        value_bytes = <size_t>(_per_record[VALUE_DATA] * records) or region_bytes
+        key_bytes = <size_t>min(_per_record[KEY_DATA] * records, <double>most_bytes)
+        value_bytes = (<size_t>min(_per_record[VALUE_DATA] * records, <double>most_bytes)
+                       or region_bytes)
     if kc_columns_reserve(&chunk.c, records, key_bytes, value_bytes) < 0:
         raise MemoryError()
     offsets = (max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX))

@@ -222,6 +222,18 @@ def test_spare_column_buffers_are_reused_and_can_be_released() -> None:
     assert release_spare_buffers() == 0
 
 
+def test_huge_values_do_not_inflate_the_next_decode() -> None:
+    """Columns are reserved from the bytes per record of the last decode, bounded by what
+    the input can hold: after two 8 MiB values, 50 000 small records reserve no 400 GB."""
+    huge = kcodec.BatchBuilder()
+    for _ in range(2):
+        huge.append(b"\x00" * (8 << 20), key=b"k" * (1 << 20), timestamp=TS)
+    assert kcodec.decode_columns(huge.build())["count"] == 2
+    small = b"".join(_batch_of(base, 1000, 4) for base in range(0, 50_000, 1000))
+    cols = kcodec.decode_columns(small)
+    assert cols["count"] == 50_000 and len(cols["value_data"]) == 200_000
+
+
 def test_crc_checked_in_the_decoding_pass() -> None:
     log = bytearray(b"".join(_batch_of(base, 10, 20) for base in range(0, 50, 10)))
     log[-2] ^= 1   # the last value's last byte (the header count follows)
