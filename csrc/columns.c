@@ -8,6 +8,11 @@
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
 #define KC_HAVE_STREAMING_STORES 1
+#define KC_PREFETCH_L2(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
+#elif defined(__GNUC__)
+#define KC_PREFETCH_L2(p) __builtin_prefetch((p), 0, 2)
+#else
+#define KC_PREFETCH_L2(p) ((void)(p))
 #endif
 
 #if defined(_MSC_VER)
@@ -546,11 +551,22 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
                                        narrow);
     view_cursor key_views = view_open(&c->key_views, &c->key_valid);
     view_cursor value_views = view_open(&c->value_views, &c->value_valid);
+    /* b->prefetch is fetched a share per record, so that its lines arrive while the
+     * records are decoded rather than all at once */
+    const uint8_t *prefetch_at = b->prefetch, *prefetch_due = b->prefetch;
+    const uint8_t *prefetch_end = b->prefetch ? b->prefetch + b->prefetch_len : NULL;
+    const int64_t prefetch_step = b->prefetch ? b->prefetch_len / count + 1 : 0;
     int64_t kept = 0;
     int status = KC_OK;
     for (int32_t i = 0; i < count; i++) {
         kc_record r;
         const uint8_t *start = p;
+        if (prefetch_at < prefetch_end) {
+            prefetch_due = prefetch_end - prefetch_due > prefetch_step
+                               ? prefetch_due + prefetch_step : prefetch_end;
+            for (; prefetch_at < prefetch_due; prefetch_at += 64)
+                KC_PREFETCH_L2(prefetch_at);
+        }
         status = meta_only ? kc_scan_meta(&p, end, has_attributes, strict, &r)
                            : kc_scan_record(&p, end, has_attributes, strict, &r);
         if (status != KC_OK) {

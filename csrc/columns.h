@@ -87,6 +87,10 @@ typedef struct {
      * starts (the region ends within INT32_MAX bytes of it) */
     int32_t view_buffer;
     const uint8_t *view_base;
+    /* Bytes to bring into cache while these records are decoded, or NULL: the next batch,
+     * whose CRC pass would otherwise wait on memory that has left the cache. */
+    const uint8_t *prefetch;
+    int64_t prefetch_len;
 } kc_batch_info;
 
 /* Makes room at once for `records` records with `key_bytes` of keys and `value_bytes` of

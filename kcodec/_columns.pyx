@@ -295,6 +295,8 @@ cdef int _fill_info(kc_batch_info *info, object batch, bint strict, tuple offset
     info.strict = strict
     info.offset_lo, info.offset_hi = offsets
     info.timestamp_lo, info.timestamp_hi = timestamps
+    info.prefetch = NULL
+    info.prefetch_len = 0
     return 0
 
 
@@ -462,14 +464,30 @@ cdef object _headers_first_region(_Task *task, object batch, unsigned want, bint
     return region
 
 
+cdef enum:
+    # At most this much of the next batch is fetched ahead: a batch and the start of the
+    # next fit in a core's L2 together (with 1 MiB batches, fetching the whole next one
+    # made decoding them as views 8% slower; with 120 KiB ones, fetching it made decoding
+    # 100-byte records 7-16% faster)
+    PREFETCH_MAX = 256 * 1024
+
+
 cdef int _flush(_Chunk chunk, _Run run) except -1:
     cdef Py_ssize_t i, failed = -1
     cdef int status = KC_OK
     cdef const uint8_t *err_at = NULL
     cdef _Task *task
+    cdef _Task *following
     with nogil:
         for i in range(run.n):
             task = &run.tasks[i]
+            if i + 1 < run.n:   # the next batch is read while this one is decoded
+                following = &run.tasks[i + 1]
+                task.info.prefetch = (following.crc_from if following.crc_from != NULL
+                                      else following.start)
+                task.info.prefetch_len = min(PREFETCH_MAX,
+                                             following.crc_len if following.crc_from != NULL
+                                             else following.end - following.start)
             if task.crc_from != NULL and crc32c_update(0, task.crc_from, task.crc_len) != task.crc:
                 status = CRC_MISMATCH
             else:
@@ -647,6 +665,8 @@ cdef int _append_legacy(_Chunk chunk, object entry, tuple offsets, tuple timesta
     info.is_control = 0
     info.offset_lo, info.offset_hi = offsets
     info.timestamp_lo, info.timestamp_hi = timestamps
+    info.prefetch = NULL
+    info.prefetch_len = 0
     cdef int status
     for record in entry:
         k, v = record.key, record.value

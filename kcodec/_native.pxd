@@ -153,6 +153,8 @@ cdef extern from "columns.h" nogil:
         int64_t timestamp_hi
         int32_t view_buffer
         const uint8_t *view_base
+        const uint8_t *prefetch
+        int64_t prefetch_len
 
     int kc_buf_reserve(kc_buf *b, size_t extra)
     int kc_columns_init(kc_columns *c, unsigned want)
