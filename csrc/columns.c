@@ -553,19 +553,19 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
     view_cursor value_views = view_open(&c->value_views, &c->value_valid);
     /* b->prefetch is fetched a share per record, so that its lines arrive while the
      * records are decoded rather than all at once */
-    const uint8_t *prefetch_at = b->prefetch, *prefetch_due = b->prefetch;
-    const uint8_t *prefetch_end = b->prefetch ? b->prefetch + b->prefetch_len : NULL;
-    const int64_t prefetch_step = b->prefetch ? b->prefetch_len / count + 1 : 0;
+    const int64_t prefetch_len = b->prefetch ? b->prefetch_len : 0;
+    const int64_t prefetch_step = prefetch_len / count + 1;
+    int64_t prefetched = 0, prefetch_due = 0;
     int64_t kept = 0;
     int status = KC_OK;
     for (int32_t i = 0; i < count; i++) {
         kc_record r;
         const uint8_t *start = p;
-        if (prefetch_at < prefetch_end) {
-            prefetch_due = prefetch_end - prefetch_due > prefetch_step
-                               ? prefetch_due + prefetch_step : prefetch_end;
-            for (; prefetch_at < prefetch_due; prefetch_at += 64)
-                KC_PREFETCH_L2(prefetch_at);
+        if (prefetched < prefetch_len) {
+            prefetch_due = prefetch_len - prefetch_due > prefetch_step
+                               ? prefetch_due + prefetch_step : prefetch_len;
+            for (; prefetched < prefetch_due; prefetched += 64)
+                KC_PREFETCH_L2(b->prefetch + prefetched);
         }
         status = meta_only ? kc_scan_meta(&p, end, has_attributes, strict, &r)
                            : kc_scan_record(&p, end, has_attributes, strict, &r);
