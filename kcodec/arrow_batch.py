@@ -34,10 +34,10 @@ def _zero_buffer(pa: Any, size: int) -> Any:
 
 
 def _nulls(pa: Any, arrow_type: Any, n: int) -> Any:
-    """n nulls of a fixed-width or string type, over one shared buffer of zeros."""
-    width = 4 if arrow_type in (pa.int32(), pa.string()) else 8
-    zeros = _zero_buffer(pa, width * (n + 1))
-    if arrow_type == pa.string():   # validity and the n + 1 offsets all 0; no characters
+    """n nulls of type int32 or string, over one shared buffer of zeros (the validity
+    bitmap, and the values or the n + 1 offsets: 4 bytes each)."""
+    zeros = _zero_buffer(pa, 4 * (n + 1))
+    if arrow_type == pa.string():   # no characters
         return pa.Array.from_buffers(arrow_type, n, [zeros, zeros, zeros], null_count=n)
     return pa.Array.from_buffers(arrow_type, n, [zeros, zeros], null_count=n)
 
