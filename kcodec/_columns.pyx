@@ -51,13 +51,8 @@ cdef enum:
     SPARE_TOTAL_BYTES = 512 * 1024 * 1024
     N_COLUMNS = 24
     TIMESTAMP_TYPE = 2   # their places in _buffers' order
-    KEY_OFFSETS = 3
     KEY_DATA = 4
-    VALUE_OFFSETS = 6
     VALUE_DATA = 7
-    HEADER_OFFSETS = 9
-    HEADER_KEY_OFFSETS = 10
-    HEADER_VALUE_OFFSETS = 12
 
 cdef uint8_t *_spare_data[SPARES]
 cdef size_t _spare_cap[SPARES]
@@ -190,12 +185,12 @@ _COLUMNS = (
     ("key_views", numpy.uint8, KC_COL_KEY), ("value_views", numpy.uint8, KC_COL_VALUE),
 )
 cdef size_t _NUMPY_ITEM_SIZE[N_COLUMNS]
+cdef bint _IS_OFFSETS[N_COLUMNS]
 for _i, (_name, _dtype, _group) in enumerate(_COLUMNS):
     _NUMPY_ITEM_SIZE[_i] = numpy.dtype(_dtype).itemsize
-assert [_COLUMNS[i][0] for i in (TIMESTAMP_TYPE, KEY_OFFSETS, KEY_DATA, VALUE_OFFSETS, VALUE_DATA,
-                                 HEADER_OFFSETS, HEADER_KEY_OFFSETS, HEADER_VALUE_OFFSETS)] == [
-    "timestamp_type", "key_offsets", "key_data", "value_offsets", "value_data", "header_offsets",
-    "header_key_offsets", "header_value_offsets"]
+    _IS_OFFSETS[_i] = _name.endswith("_offsets")
+assert [_COLUMNS[i][0] for i in (TIMESTAMP_TYPE, KEY_DATA, VALUE_DATA)] == [
+    "timestamp_type", "key_data", "value_data"]
 # what each layout leaves out of the result
 _NOT_IN_VIEWS = frozenset(("key_offsets", "value_offsets"))
 _NOT_IN_BINARY = frozenset(("key_views", "value_views"))
@@ -216,12 +211,10 @@ cdef void _buffers(kc_columns *c, kc_buf **out) noexcept:
 
 
 cdef size_t _item_size(kc_columns *c, int i) noexcept:
-    """The bytes of one item of column i in c's layout (Arrow's or numpy's)."""
-    if c.want & KC_COL_NARROW and (i == KEY_OFFSETS or i == VALUE_OFFSETS or
-                                   i == HEADER_OFFSETS or i == HEADER_KEY_OFFSETS or
-                                   i == HEADER_VALUE_OFFSETS):
-        return 4
-    if c.want & KC_COL_ARROW_TIME and i == TIMESTAMP_TYPE:
+    """The bytes of one item of column i in c's layout: numpy's, or Arrow's int32 offsets
+    (KC_COL_NARROW) and int32 timestamp types (KC_COL_ARROW_TIME)."""
+    if (c.want & KC_COL_NARROW and _IS_OFFSETS[i] or
+            c.want & KC_COL_ARROW_TIME and i == TIMESTAMP_TYPE):
         return 4
     return _NUMPY_ITEM_SIZE[i]
 
@@ -483,11 +476,12 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
             task = &run.tasks[i]
             if i + 1 < run.n:   # the next batch is read while this one is decoded
                 following = &run.tasks[i + 1]
-                task.info.prefetch = (following.crc_from if following.crc_from != NULL
-                                      else following.start)
-                task.info.prefetch_len = min(PREFETCH_MAX,
-                                             following.crc_len if following.crc_from != NULL
-                                             else following.end - following.start)
+                if following.crc_from != NULL:   # its CRC pass reads it first
+                    task.info.prefetch = following.crc_from
+                    task.info.prefetch_len = min(PREFETCH_MAX, following.crc_len)
+                else:
+                    task.info.prefetch = following.start
+                    task.info.prefetch_len = min(PREFETCH_MAX, following.end - following.start)
             if task.crc_from != NULL and crc32c_update(0, task.crc_from, task.crc_len) != task.crc:
                 status = CRC_MISMATCH
             else:
@@ -930,8 +924,7 @@ cdef dict _arrays(_Chunk chunk, size_t records):
     left_out = _NOT_IN_VIEWS if c.want & KC_COL_VIEWS else _NOT_IN_BINARY
     for i, (name, dtype, group) in enumerate(_COLUMNS):
         if c.want & group and name not in left_out:
-            if (c.want & KC_COL_NARROW and name.endswith("_offsets") or
-                    c.want & KC_COL_ARROW_TIME and name == "timestamp_type"):
-                dtype = numpy.int32
+            if _item_size(c, i) != _NUMPY_ITEM_SIZE[i]:   # Arrow's narrower offsets, wider
+                dtype = numpy.int32                          # timestamp types
             out[name] = _take(bufs[i], dtype)
     return out
