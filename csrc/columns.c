@@ -481,19 +481,25 @@ static inline void binary_close(binary_cursor *b, kc_buf *offsets, kc_buf *valid
     valid->len = (size_t)(b->valid - valid->data);
 }
 
-/* KC_OK, KC_ERR_MEMORY, or KC_ERR_OFFSET_RANGE (nothing appended). */
+/* KC_OK, KC_ERR_MEMORY, or KC_ERR_OFFSET_RANGE (nothing appended). With in_place, p lies
+ * in the column's own data past its used bytes (kc_batch_info.values_in_place), so the
+ * column never grows here and the value is moved down, its lines already in cache. */
 static KC_ALWAYS_INLINE int binary_put(binary_cursor *b, const uint8_t *p, int32_t n,
-                                       const int narrow)
+                                       const int narrow, const int in_place)
 {
     if (p != NULL) {
         kc_buf *data = b->data;
         if (narrow && n > INT32_MAX - b->end)
             return KC_ERR_OFFSET_RANGE;
-        if ((size_t)n > data->cap - data->len && buf_reserve(data, (size_t)n) < 0)
-            return KC_ERR_MEMORY;
-        if ((size_t)n < KC_STREAM_MIN_VALUE && data->cap - data->len > KC_WRITE_AHEAD)
-            KC_PREFETCH_WRITE(data->data + data->len + KC_WRITE_AHEAD);
-        copy_value(data->data + data->len, p, (size_t)n, data->len);
+        if (in_place) {
+            memmove(data->data + data->len, p, (size_t)n);
+        } else {
+            if ((size_t)n > data->cap - data->len && buf_reserve(data, (size_t)n) < 0)
+                return KC_ERR_MEMORY;
+            if ((size_t)n < KC_STREAM_MIN_VALUE && data->cap - data->len > KC_WRITE_AHEAD)
+                KC_PREFETCH_WRITE(data->data + data->len + KC_WRITE_AHEAD);
+            copy_value(data->data + data->len, p, (size_t)n, data->len);
+        }
         data->len += (size_t)n;
         b->end += n;
     }
@@ -552,7 +558,8 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
               want_key = w & KC_COL_KEY, want_value = w & KC_COL_VALUE,
               want_headers = w & KC_COL_HEADERS, want_batch = w & KC_COL_BATCH,
               views = w & KC_COL_VIEWS;
-    const int log_append = b->timestamp_type == 1, strict = b->strict;
+    const int log_append = b->timestamp_type == 1, strict = b->strict,
+              values_in_place = b->values_in_place;
     const int64_t base_offset = b->base_offset, base_timestamp = b->base_timestamp,
                   max_timestamp = b->max_timestamp, offset_lo = b->offset_lo,
                   offset_hi = b->offset_hi, timestamp_lo = b->timestamp_lo,
@@ -607,9 +614,9 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
                 view_put(&key_views, r.key, r.key_len, b);
             if (want_value)
                 view_put(&value_views, r.value, r.value_len, b);
-        } else if ((want_key && (status = binary_put(&keys, r.key, r.key_len, narrow))) ||
-                   (want_value &&
-                    (status = binary_put(&values, r.value, r.value_len, narrow)))) {
+        } else if ((want_key && (status = binary_put(&keys, r.key, r.key_len, narrow, 0))) ||
+                   (want_value && (status = binary_put(&values, r.value, r.value_len, narrow,
+                                                       values_in_place)))) {
             goto done;
         }
         if (want_batch)

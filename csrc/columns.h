@@ -91,6 +91,11 @@ typedef struct {
      * whose CRC pass would otherwise wait on memory that has left the cache. */
     const uint8_t *prefetch;
     int64_t prefetch_len;
+    /* The records region lies in value_data itself, past its used bytes (a decompressor
+     * wrote it there): each value is moved down into place rather than copied in. Values
+     * only move towards the column's start, and each key is copied out before its record's
+     * value moves over it. */
+    int values_in_place;
 } kc_batch_info;
 
 /* Makes room at once for `records` records with `key_bytes` of keys and `value_bytes` of

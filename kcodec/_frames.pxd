@@ -4,16 +4,21 @@ from kcodec._scratch cimport ScratchBuffer
 
 
 # Called without the GIL after each block of a frame is decoded, with the sink's data and
-# its length so far. Returns how many bytes at the front of the data it is done with, which
-# the frame then drops from the sink (its blocks are independent: no later block refers
-# back to them), or -1 to stop the frame (the *_with_hook call then returns 1).
-ctypedef Py_ssize_t (*block_hook)(void *context, const uint8_t *data,
+# its length so far. Returns how many bytes it is done with, from the hook's ``front``
+# bytes into the data, which the frame then drops from the sink (its blocks are
+# independent: no later block refers back to them), or -1 to stop the frame (the
+# *_with_hook call then returns 1). The hook may change the data before ``length``.
+ctypedef Py_ssize_t (*block_hook)(void *context, uint8_t *data,
                                   Py_ssize_t length) noexcept nogil
 
 cdef struct BlockHook:
     block_hook call
     void *context
     Py_ssize_t dropped   # bytes the hook was done with that the sink no longer holds
+    # The sink's first ``base`` bytes were there before the frame (they do not count
+    # against its limit); drops start ``front`` bytes in (front >= base).
+    Py_ssize_t base
+    Py_ssize_t front
 
 # A magic-2 LZ4 frame, and an xerial snappy stream (or a raw snappy block), into sink, as
 # lz4_frame_into and snappy_into do, calling the hook after each block.

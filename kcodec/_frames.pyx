@@ -131,11 +131,11 @@ cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
     cdef bint stopped
     while True:
         got = reader.readinto(sink.window(min(ZSTD_WINDOW,
-                                              limit - hook.dropped - sink.length + 1)))
+                                              limit - _dropped(hook) - sink.length + 1)))
         if not got:
             return 0
         sink.length += got
-        if hook.dropped + sink.length > limit:
+        if _dropped(hook) + sink.length > limit:
             raise DecompressionLimitError.exceeding(limit)
         with nogil:
             stopped = _after_block(hook, &sink.mem, &sink.length)
@@ -144,7 +144,9 @@ cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
 
 
 cdef inline Py_ssize_t _dropped(BlockHook *hook) noexcept nogil:
-    return 0 if hook == NULL else hook.dropped
+    """What the limit counts besides the sink's length: the frame's output already dropped,
+    less the sink's bytes from before the frame."""
+    return 0 if hook == NULL else hook.dropped - hook.base
 
 
 cdef bint _after_block(BlockHook *hook, Scratch *out, Py_ssize_t *length) noexcept nogil:
@@ -156,7 +158,8 @@ cdef bint _after_block(BlockHook *hook, Scratch *out, Py_ssize_t *length) noexce
     if done < 0:
         return True
     if done:
-        memmove(out.data, out.data + done, length[0] - done)
+        memmove(out.data + hook.front, out.data + hook.front + done,
+                length[0] - hook.front - done)
         length[0] -= done
         hook.dropped += done
     return False
@@ -334,7 +337,7 @@ cdef int snappy_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
 cdef int _snappy(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer sink,
                  Py_ssize_t enough, BlockHook *hook) except -1:
     if n < 16 or not _xerial_magic(p):
-        _snappy_raw(p, n, limit, sink)  # a raw block, as librdkafka writes
+        _snappy_raw(p, n, limit - _dropped(hook), sink)  # a raw block, as librdkafka writes
         return _after_block(hook, &sink.mem, &sink.length)
     cdef Py_ssize_t pos = 16
     cdef uint32_t length

@@ -155,6 +155,7 @@ cdef extern from "columns.h" nogil:
         const uint8_t *view_base
         const uint8_t *prefetch
         int64_t prefetch_len
+        int values_in_place
 
     int kc_buf_reserve(kc_buf *b, size_t extra)
     int kc_columns_init(kc_columns *c, unsigned want)

@@ -19,4 +19,6 @@ cdef class ScratchBuffer:
     cdef Scratch mem
     cdef Py_ssize_t length
     cdef int reserve(self, size_t extra) except -1
+    cdef void lend(self, uint8_t *data, size_t capacity, Py_ssize_t length) noexcept
+    cdef Scratch take_back(self) noexcept
     cdef int shrink(self) except -1

@@ -5,9 +5,10 @@ Fresh memory costs a page fault per 4 KiB page on first touch, which on a virtua
 machine can cost more than the work done in it. Builders and decompressed batches
 therefore take their buffers from a small pool of spare ones (as the Java client's
 BufferPool does) and give them back when done, so steady-state work stays on warm pages.
-The pool is used with the GIL held.
+The pool is used with the GIL held. Its memory comes from malloc, as the columns' does, so
+that a column's buffer can be lent to a decompressor as its sink (``ScratchBuffer.lend``).
 """
-from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memmove
 
 
@@ -48,9 +49,9 @@ cdef Scratch scratch_take(size_t at_least) noexcept:
     if _n_spares > 0:
         _n_spares -= 1
         _spare_bytes -= _spares[_n_spares].capacity
-        PyMem_RawFree(_spares[_n_spares].data)
+        free(_spares[_n_spares].data)
     s.capacity = max(at_least, <size_t>MIN_SIZE)
-    s.data = <uint8_t *>PyMem_RawMalloc(s.capacity)
+    s.data = <uint8_t *>malloc(s.capacity)
     return s
 
 
@@ -64,7 +65,7 @@ cdef void scratch_give_back(Scratch s) noexcept:
         _n_spares += 1
         _spare_bytes += s.capacity
     else:
-        PyMem_RawFree(s.data)
+        free(s.data)
 
 
 cdef size_t scratch_release_spares() noexcept:
@@ -73,7 +74,7 @@ cdef size_t scratch_release_spares() noexcept:
     cdef size_t released = _spare_bytes
     while _n_spares:
         _n_spares -= 1
-        PyMem_RawFree(_spares[_n_spares].data)
+        free(_spares[_n_spares].data)
     _spare_bytes = 0
     return released
 
@@ -83,7 +84,7 @@ cdef int scratch_grow(Scratch *s, size_t at_least) except -1:
     if at_least <= s.capacity:
         return 0
     cdef size_t capacity = max(at_least, 2 * s.capacity)
-    cdef uint8_t *grown = <uint8_t *>PyMem_RawRealloc(s.data, capacity)
+    cdef uint8_t *grown = <uint8_t *>realloc(s.data, capacity)
     if grown == NULL:
         raise MemoryError()
     s.data = grown
@@ -99,7 +100,9 @@ cdef class ScratchBuffer:
     again (this module's callers keep to that: the buffer is private to one call).
     """
 
-    def __cinit__(self, size_t size_hint=0):
+    def __cinit__(self, size_t size_hint=0, *, bint lent=False):
+        if lent:
+            return   # no memory until lend() gives it some
         self.mem = scratch_take(size_hint)
         if self.mem.data == NULL:
             raise MemoryError()
@@ -111,12 +114,28 @@ cdef class ScratchBuffer:
     cdef int reserve(self, size_t extra) except -1:
         return scratch_grow(&self.mem, <size_t>self.length + extra)
 
+    cdef void lend(self, uint8_t *data, size_t capacity, Py_ssize_t length) noexcept:
+        """Work in the caller's memory (from malloc, its first ``length`` bytes in use), in
+        a buffer made with ``lent=True``; ``take_back`` returns it, perhaps moved by growth.
+        Its length counts the lent bytes in use: a frame decoded into it leaves them out of
+        its limit through BlockHook.base."""
+        self.mem.data = data
+        self.mem.capacity = capacity
+        self.length = length
+
+    cdef Scratch take_back(self) noexcept:
+        cdef Scratch lent = self.mem
+        self.mem.data = NULL
+        self.mem.capacity = 0
+        self.length = 0
+        return lent
+
     cdef int shrink(self) except -1:
         """Give back the room past the used bytes (for a buffer kept, not reused)."""
         cdef size_t capacity = max(<size_t>self.length, 1)
         cdef uint8_t *shrunk
         if capacity < self.mem.capacity:
-            shrunk = <uint8_t *>PyMem_RawRealloc(self.mem.data, capacity)
+            shrunk = <uint8_t *>realloc(self.mem.data, capacity)
             if shrunk == NULL:
                 raise MemoryError()
             self.mem.data = shrunk

@@ -159,17 +159,23 @@ def test_control_records_and_read_committed() -> None:
     assert with_control["count"] == 7 and with_control["is_control"].sum() == 2
 
 
-def test_ranges_and_projection() -> None:
-    builder = kcodec.BatchBuilder()
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_ranges_and_projection(codec: str) -> None:
+    """Also where a compressed batch's values are moved into place, past records left out."""
+    builder = kcodec.BatchBuilder(compression=codec)
     for i in range(100):
-        builder.append(b"v%d" % i, key=b"k%d" % i, timestamp=TS + i)
+        builder.append(b"v%d" % i * (i % 7), key=b"k%d" % i, timestamp=TS + i)
     data = builder.build()
-    cols = kcodec.decode_columns(data, offsets=(10, 20), timestamps=(TS + 15, TS + 100))
+    cols = kcodec.decode_columns(data, offsets=(10, 20), timestamps=(TS + 15, TS + 100),
+                                 include_headers=True)
     assert cols["offset"].tolist() == list(range(15, 20))
+    assert column_rows(cols) == [(i, TS + i, b"k%d" % i, b"v%d" % i * (i % 7), [])
+                                 for i in range(15, 20)]
     scan = kcodec.decode_columns(data, columns=["offset", "timestamp", "key"])
     assert "value_data" not in scan and scan["key_data"].tobytes().startswith(b"k0k1k2")
     table = kcodec.decode_arrow(data, columns=["offset", "value"], topic="t")
     assert table.column_names == ["offset", "value"]
+    assert table.column("value").to_pylist() == [b"v%d" % i * (i % 7) for i in range(100)]
     with pytest.raises(ValueError):
         kcodec.decode_columns(data, columns=["nope"])
 
