@@ -474,10 +474,13 @@ def test_batches_decoded_block_by_block_keep_every_verdict(codec: str, views: bo
         [r for b in kcodec.read_batches(bytes(truncated)) for r in b]
     with pytest.raises(type(ordinary.value)):
         _decode(bytes(truncated), views)
-    # the limit counts every byte decompressed, also those decoded and dropped on the way
-    assert _decode(compressed_good, views, max_decompressed_size=len(records))
+    # the limit counts every byte decompressed, also those decoded and dropped on the way,
+    # and each batch's alone (not the values of the batches before it in the same column)
+    assert _decode(compressed_good * 2, views, max_decompressed_size=len(records))
     with pytest.raises(DecompressionLimitError):
         _decode(compressed_good, views, max_decompressed_size=len(records) - 1)
+    with pytest.raises(DecompressionLimitError):
+        _decode(good + compressed_good, views, max_decompressed_size=len(records) - 1)
 
 
 @pytest.mark.parametrize("views", [False, True])
@@ -518,6 +521,9 @@ def test_raw_snappy_batches(views: bool) -> None:
     else:
         assert column_rows(kcodec.decode_columns(bytes(raw), include_headers=True)) == (
             column_rows(kcodec.decode_columns(good, include_headers=True)))
+    assert _decode(bytes(raw) * 2, views, max_decompressed_size=len(records))
+    with pytest.raises(DecompressionLimitError):
+        _decode(good + bytes(raw), views, max_decompressed_size=len(records) - 1)
     raw[-20] ^= 0xFF
     raw[17:21] = kcodec.crc32c(bytes(raw[21:])).to_bytes(4, "big")
     with pytest.raises(KcodecError) as caught:
