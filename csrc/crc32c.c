@@ -19,7 +19,7 @@ typedef struct { uint32_t t[4][256]; } kc_shift_op;
 static kc_shift_op long_shift, short_shift;
 
 typedef uint32_t (*kc_raw_fn)(uint32_t reg, const uint8_t *p, size_t n);
-static kc_raw_fn raw_update;
+static kc_raw_fn raw_update, raw_update_ieee;
 static const char *backend_name = "portable";
 
 static inline uint32_t kc_load_le32(const uint8_t *p)
@@ -64,6 +64,11 @@ static uint32_t raw_sliced(const kc_tables t, uint32_t reg, const uint8_t *p, si
 static uint32_t raw_portable(uint32_t reg, const uint8_t *p, size_t n)
 {
     return raw_sliced(table, reg, p, n);
+}
+
+static uint32_t raw_portable_ieee(uint32_t reg, const uint8_t *p, size_t n)
+{
+    return raw_sliced(table_ieee, reg, p, n);
 }
 
 /* ---- x86-64: SSE4.2 ---------------------------------------------------- */
@@ -111,7 +116,7 @@ static int cpu_has_sse42(void)
  * D bits is A x^D = L x^(D+64) + H x^D, taken modulo P. A constant K = x^e mod P is kept
  * with the coefficient of x^j at bit 63-j; a carry-less product of a 64-bit half by it,
  * read as a reflected 128-bit lane, is then half * K * x. So a fold by D multiplies L by
- * x^(D+63) mod P and H by x^(D-1) mod P (fold_constants), and the products, of degree
+ * x^(D+63) mod P and H by x^(D-1) mod P (build_fold_constants), and the products, of degree
  * under 96, still fit a lane. */
 #if defined(KC_HAVE_SSE42) && (defined(__GNUC__) || defined(__clang__))
 #define KC_HAVE_VPCLMUL 1
@@ -121,36 +126,58 @@ static int cpu_has_sse42(void)
 #define KC_VPCLMUL_MIN 256u       /* shorter buffers go to the CRC instruction */
 #define KC_VPCLMUL_AHEAD 2048     /* bytes read ahead of the folding */
 
-/* (constant for L, constant for H) of a fold by 2048, 512, 384, 256 and 128 bits */
+/* (constant for L, constant for H) of a fold by 2048, 512, 384, 256 and 128 bits, for
+ * one polynomial */
 enum { FOLD_2048, FOLD_512, FOLD_384, FOLD_256, FOLD_128, N_FOLDS };
-static uint64_t fold_constants[N_FOLDS][2];
+typedef struct { uint64_t k[N_FOLDS][2]; } kc_fold_constants;
+static kc_fold_constants folds_c, folds_ieee;
 
-/* x^e mod P with the coefficient of x^j at bit 63-j. */
-static uint64_t reflected_power(uint32_t e)
+/* x^e mod P with the coefficient of x^j at bit 63-j; `poly` is P without x^32, in
+ * normal order (bit j is x^j). */
+static uint64_t reflected_power(uint32_t e, uint32_t poly)
 {
-    uint32_t v = 1;   /* normal order: bit j is x^j; 0x1EDC6F41 is P without x^32 */
+    uint32_t v = 1;
     while (e--)
-        v = (v & 0x80000000u) ? (v << 1) ^ 0x1EDC6F41u : v << 1;
+        v = (v & 0x80000000u) ? (v << 1) ^ poly : v << 1;
     uint32_t r = 0;
     for (int j = 0; j < 32; j++)
         r |= ((v >> j) & 1u) << (31 - j);
     return (uint64_t)r << 32;
 }
 
-static void build_fold_constants(void)
+static void build_fold_constants(kc_fold_constants *f, uint32_t poly)
 {
     static const uint32_t bits[N_FOLDS] = {2048, 512, 384, 256, 128};
     for (int i = 0; i < N_FOLDS; i++) {
-        fold_constants[i][0] = reflected_power(bits[i] + 63);
-        fold_constants[i][1] = reflected_power(bits[i] - 1);
+        f->k[i][0] = reflected_power(bits[i] + 63, poly);
+        f->k[i][1] = reflected_power(bits[i] - 1, poly);
     }
 }
 
-KC_VPCLMUL_TARGET
-static inline __m128i fold_constant(int which)
+#define KC_PCLMUL_TARGET __attribute__((target("pclmul")))
+
+KC_PCLMUL_TARGET
+static inline __m128i fold_constant(const kc_fold_constants *f, int which)
 {
-    return _mm_set_epi64x((long long)fold_constants[which][1],
-                          (long long)fold_constants[which][0]);
+    return _mm_set_epi64x((long long)f->k[which][1], (long long)f->k[which][0]);
+}
+
+KC_PCLMUL_TARGET
+static inline __m128i fold128(__m128i lane, __m128i k)
+{
+    return _mm_xor_si128(_mm_clmulepi64_si128(lane, k, 0x00),
+                         _mm_clmulepi64_si128(lane, k, 0x11));
+}
+
+/* Four lanes at p[0..63] (the register XORed into the first) folded into one, moved on
+ * to lie over p[48..63]. */
+KC_PCLMUL_TARGET
+static inline __m128i fold_four(__m128i x0, __m128i x1, __m128i x2, __m128i x3,
+                                const kc_fold_constants *f)
+{
+    x3 = _mm_xor_si128(x3, fold128(x0, fold_constant(f, FOLD_384)));
+    x3 = _mm_xor_si128(x3, fold128(x1, fold_constant(f, FOLD_256)));
+    return _mm_xor_si128(x3, fold128(x2, fold_constant(f, FOLD_128)));
 }
 
 KC_VPCLMUL_TARGET
@@ -160,18 +187,14 @@ static inline __m512i fold512(__m512i lanes, __m512i k, __m512i next)
                                      _mm512_clmulepi64_epi128(lanes, k, 0x11), next, 0x96);
 }
 
+/* Fold the register and all whole 16-byte units of *p (n >= 256 bytes) into one lane,
+ * advancing *p and *n past them: 256 bytes a step in sixteen lanes. */
 KC_VPCLMUL_TARGET
-static inline __m128i fold128(__m128i lane, __m128i k)
+static inline __m128i fold_wide(uint32_t reg, const uint8_t **pp, size_t *pn,
+                                const kc_fold_constants *f)
 {
-    return _mm_xor_si128(_mm_clmulepi64_si128(lane, k, 0x00),
-                         _mm_clmulepi64_si128(lane, k, 0x11));
-}
-
-KC_VPCLMUL_TARGET
-static uint32_t raw_vpclmul(uint32_t reg, const uint8_t *p, size_t n)
-{
-    if (n < KC_VPCLMUL_MIN)
-        return raw_sse42(reg, p, n);
+    const uint8_t *p = *pp;
+    size_t n = *pn;
     __m512i x0 = _mm512_loadu_si512((const void *)p);
     __m512i x1 = _mm512_loadu_si512((const void *)(p + 64));
     __m512i x2 = _mm512_loadu_si512((const void *)(p + 128));
@@ -180,7 +203,7 @@ static uint32_t raw_vpclmul(uint32_t reg, const uint8_t *p, size_t n)
     x0 = _mm512_mask_xor_epi32(x0, 1, x0, _mm512_set1_epi32((int)reg));
     p += 256;
     n -= 256;
-    const __m512i k2048 = _mm512_broadcast_i32x4(fold_constant(FOLD_2048));
+    const __m512i k2048 = _mm512_broadcast_i32x4(fold_constant(f, FOLD_2048));
     for (; n >= 256; p += 256, n -= 256) {
         for (int line = 0; line < 256; line += 64)
             _mm_prefetch((const char *)p + KC_VPCLMUL_AHEAD + line, _MM_HINT_T0);
@@ -189,24 +212,91 @@ static uint32_t raw_vpclmul(uint32_t reg, const uint8_t *p, size_t n)
         x2 = fold512(x2, k2048, _mm512_loadu_si512((const void *)(p + 128)));
         x3 = fold512(x3, k2048, _mm512_loadu_si512((const void *)(p + 192)));
     }
-    const __m512i k512 = _mm512_broadcast_i32x4(fold_constant(FOLD_512));
+    const __m512i k512 = _mm512_broadcast_i32x4(fold_constant(f, FOLD_512));
     x3 = fold512(fold512(fold512(x0, k512, x1), k512, x2), k512, x3);
     for (; n >= 64; p += 64, n -= 64)
         x3 = fold512(x3, k512, _mm512_loadu_si512((const void *)p));
-    __m128i lane = _mm_xor_si128(fold128(_mm512_extracti32x4_epi32(x3, 0),
-                                         fold_constant(FOLD_384)),
-                                 fold128(_mm512_extracti32x4_epi32(x3, 1),
-                                         fold_constant(FOLD_256)));
-    const __m128i k128 = fold_constant(FOLD_128);
-    lane = _mm_xor_si128(lane, fold128(_mm512_extracti32x4_epi32(x3, 2), k128));
-    lane = _mm_xor_si128(lane, _mm512_extracti32x4_epi32(x3, 3));
+    __m128i lane = fold_four(_mm512_extracti32x4_epi32(x3, 0), _mm512_extracti32x4_epi32(x3, 1),
+                             _mm512_extracti32x4_epi32(x3, 2), _mm512_extracti32x4_epi32(x3, 3),
+                             f);
+    const __m128i k128 = fold_constant(f, FOLD_128);
     for (; n >= 16; p += 16, n -= 16)
         lane = _mm_xor_si128(fold128(lane, k128), _mm_loadu_si128((const __m128i *)p));
-    uint64_t c = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(lane));
-    c = _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(lane, 1));
     /* clean upper register halves: else the SSE code run next (the codecs') pays for them */
     _mm256_zeroupper();
+    *pp = p;
+    *pn = n;
+    return lane;
+}
+
+KC_VPCLMUL_TARGET
+static uint32_t raw_vpclmul(uint32_t reg, const uint8_t *p, size_t n)
+{
+    if (n < KC_VPCLMUL_MIN)
+        return raw_sse42(reg, p, n);
+    __m128i lane = fold_wide(reg, &p, &n, &folds_c);
+    uint64_t c = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(lane));
+    c = _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(lane, 1));
     return raw_sse42((uint32_t)c, p, n);
+}
+
+/* ---- x86-64: the IEEE CRC-32 by carry-less multiplication -------------------
+ * The same folds with the IEEE polynomial's constants; the folded 16 bytes are finished
+ * with the table, as there is no instruction for this CRC. With PCLMULQDQ alone (nearly
+ * every x86-64 CPU) four 128-bit lanes fold 64 bytes a step; with VPCLMULQDQ, buffers of
+ * 256 bytes or more fold as CRC-32C's do. */
+#define KC_PCLMUL_MIN 32u          /* shorter buffers go to the table */
+
+static uint32_t finish_ieee(__m128i lane)
+{
+    uint8_t folded[16];
+    _mm_storeu_si128((__m128i *)folded, lane);
+    return raw_sliced(table_ieee, 0, folded, 16);
+}
+
+KC_PCLMUL_TARGET
+static uint32_t raw_pclmul_ieee(uint32_t reg, const uint8_t *p, size_t n)
+{
+    if (n < KC_PCLMUL_MIN)
+        return raw_sliced(table_ieee, reg, p, n);
+    const kc_fold_constants *f = &folds_ieee;
+    __m128i lane = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p),
+                                 _mm_cvtsi32_si128((int)reg));
+    if (n >= 64) {
+        __m128i x1 = _mm_loadu_si128((const __m128i *)(p + 16));
+        __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 32));
+        __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+        const __m128i k512 = fold_constant(f, FOLD_512);
+        for (p += 64, n -= 64; n >= 64; p += 64, n -= 64) {
+            lane = _mm_xor_si128(fold128(lane, k512), _mm_loadu_si128((const __m128i *)p));
+            x1 = _mm_xor_si128(fold128(x1, k512), _mm_loadu_si128((const __m128i *)(p + 16)));
+            x2 = _mm_xor_si128(fold128(x2, k512), _mm_loadu_si128((const __m128i *)(p + 32)));
+            x3 = _mm_xor_si128(fold128(x3, k512), _mm_loadu_si128((const __m128i *)(p + 48)));
+        }
+        lane = fold_four(lane, x1, x2, x3, f);
+    } else {
+        p += 16;
+        n -= 16;
+    }
+    const __m128i k128 = fold_constant(f, FOLD_128);
+    for (; n >= 16; p += 16, n -= 16)
+        lane = _mm_xor_si128(fold128(lane, k128), _mm_loadu_si128((const __m128i *)p));
+    return raw_sliced(table_ieee, finish_ieee(lane), p, n);
+}
+
+KC_VPCLMUL_TARGET
+static uint32_t raw_vpclmul_ieee(uint32_t reg, const uint8_t *p, size_t n)
+{
+    if (n < KC_VPCLMUL_MIN)
+        return raw_pclmul_ieee(reg, p, n);
+    __m128i lane = fold_wide(reg, &p, &n, &folds_ieee);
+    return raw_sliced(table_ieee, finish_ieee(lane), p, n);
+}
+
+static int cpu_has_pclmul(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("pclmul");
 }
 
 static int cpu_has_vpclmul(void)
@@ -294,14 +384,17 @@ int kc_crc32c_init(const char *wanted)
     build_shift(&long_shift, KC_LONG_LANE);
     build_shift(&short_shift, KC_SHORT_LANE);
     raw_update = raw_portable;
+    raw_update_ieee = raw_portable_ieee;
     backend_name = "portable";
     int any = wanted == NULL || *wanted == '\0' || strcmp(wanted, "auto") == 0;
     if (!any && strcmp(wanted, "portable") == 0)
         return 0;
 #if defined(KC_HAVE_VPCLMUL)
     if ((any || strcmp(wanted, "vpclmulqdq") == 0) && cpu_has_vpclmul()) {
-        build_fold_constants();
+        build_fold_constants(&folds_c, 0x1EDC6F41u);
+        build_fold_constants(&folds_ieee, 0x04C11DB7u);
         raw_update = raw_vpclmul;
+        raw_update_ieee = raw_vpclmul_ieee;
         backend_name = "vpclmulqdq";
         return 0;
     }
@@ -309,6 +402,12 @@ int kc_crc32c_init(const char *wanted)
 #if defined(KC_HAVE_SSE42)
     if ((any || strcmp(wanted, "sse4.2") == 0) && cpu_has_sse42()) {
         raw_update = raw_sse42;
+#if defined(KC_HAVE_VPCLMUL)   /* built with the carry-less multiplication code */
+        if (cpu_has_pclmul()) {
+            build_fold_constants(&folds_ieee, 0x04C11DB7u);
+            raw_update_ieee = raw_pclmul_ieee;
+        }
+#endif
         backend_name = "sse4.2";
         return 0;
     }
@@ -331,5 +430,5 @@ uint32_t kc_crc32c(uint32_t crc, const void *data, size_t len)
 
 uint32_t kc_crc32(uint32_t crc, const void *data, size_t len)
 {
-    return ~raw_sliced(table_ieee, ~crc, (const uint8_t *)data, len);
+    return ~raw_update_ieee(~crc, (const uint8_t *)data, len);
 }

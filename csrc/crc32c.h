@@ -27,8 +27,10 @@ const char *kc_crc32c_backend(void);
  * start): kc_crc32c(kc_crc32c(0, a, n), b, m) == CRC-32C of a followed by b. */
 uint32_t kc_crc32c(uint32_t crc, const void *data, size_t len);
 
-/* CRC-32 (IEEE 802.3, zlib's), for legacy magic 0/1 messages: portable slicing-by-8,
- * continued the same way. Set up by kc_crc32c_init() too. */
+/* CRC-32 (IEEE 802.3, zlib's), for legacy magic 0/1 messages, continued the same way.
+ * Set up by kc_crc32c_init() too: on x86-64 folded by carry-less multiplication
+ * (VPCLMULQDQ with the "vpclmulqdq" backend, PCLMULQDQ with "sse4.2"), otherwise the
+ * portable slicing-by-8 table. */
 uint32_t kc_crc32(uint32_t crc, const void *data, size_t len);
 
 #endif

@@ -19,7 +19,9 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_complete_records, kc_decode_records, kc_gather,
                              kc_gather_views)
-from kcodec._layout cimport ATTR_HEADERS_FIRST, ATTR_NO_RECORD_ATTRIBUTES
+from kcodec._layout cimport (ATTR_CODEC, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
+                             ATTR_NO_RECORD_ATTRIBUTES)
+from kcodec._legacy cimport LegacyMessage, check_crc, each_message, shallow_message
 from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_release_spares
 from kcodec._frames cimport (BlockHook, lz4_frame_with_hook, snappy_with_hook,
@@ -472,6 +474,8 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
     cdef const uint8_t *err_at = NULL
     cdef _Task *task
     cdef _Task *following
+    if run.n == 0:
+        return 0
     with nogil:
         for i in range(run.n):
             task = &run.tasks[i]
@@ -685,16 +689,44 @@ cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validat
     return True
 
 
-cdef int _append_legacy(_Chunk chunk, object entry, tuple offsets, tuple timestamps) except -1:
+cdef struct _LegacyTarget:
+    kc_columns *c
+    const kc_batch_info *info
+
+
+cdef int _append_message(void *target, const LegacyMessage *m, int64_t offset,
+                         int64_t timestamp) except -1:
+    """A message_sink: appends the message to the columns of ``target`` (a _LegacyTarget)."""
+    cdef _LegacyTarget *t = <_LegacyTarget *>target
+    cdef int status = kc_append_record(t.c, t.info, offset, timestamp, m.key,
+                                       m.key_len if m.key != NULL else 0, m.value,
+                                       m.value_len if m.value != NULL else 0, -1)
+    if status == KC_ERR_VIEW_RANGE:
+        raise OverflowError("binary views reach 2 GiB into their copied values; legacy "
+                            "records past that size need binary_view=False")
+    if status == KC_ERR_OFFSET_RANGE:
+        raise _OffsetRange()
+    if status == KC_ERR_MEMORY:
+        raise MemoryError()
+    return 0
+
+
+cdef int _append_legacy(_Chunk chunk, object entry, bint validate_crc, tuple offsets,
+                        tuple timestamps) except -1:
+    """Append a magic 0 or 1 entry's records, copied from the input or the decompressed
+    wrapper straight into the columns; with ``validate_crc`` its CRC and any inner
+    messages' CRCs are checked first."""
+    if validate_crc:
+        check_crc(entry)
+    cdef const LegacyMessage *shallow = shallow_message(entry)
     cdef kc_batch_info info
-    cdef const uint8_t *key
-    cdef const uint8_t *value
     info.producer_id = -1
     info.producer_epoch = -1
     info.base_sequence = -1
-    info.magic = entry.magic
-    info.compression = entry.compression_id
-    info.timestamp_type = int(entry.timestamp_type) if entry.magic else -1
+    info.magic = shallow.magic
+    info.compression = shallow.attributes & ATTR_CODEC
+    info.timestamp_type = (-1 if shallow.magic == 0 else
+                           1 if shallow.attributes & ATTR_LOG_APPEND_TIME else 0)
     info.is_transactional = 0
     info.is_control = 0
     info.offset_lo, info.offset_hi = offsets
@@ -702,22 +734,10 @@ cdef int _append_legacy(_Chunk chunk, object entry, tuple offsets, tuple timesta
     info.prefetch = NULL
     info.prefetch_len = 0
     info.values_in_place = False
-    cdef int status
-    for record in entry:
-        k, v = record.key, record.value
-        key = NULL if k is None else <const uint8_t *><const char *>k
-        value = NULL if v is None else <const uint8_t *><const char *>v
-        status = kc_append_record(&chunk.c, &info, record.offset, record.timestamp,
-                                  key, 0 if k is None else len(k), value,
-                                  0 if v is None else len(v), -1)
-        if status == KC_ERR_VIEW_RANGE:
-            raise OverflowError("binary views reach 2 GiB into their copied values; legacy "
-                                "records past that size need binary_view=False")
-        if status == KC_ERR_OFFSET_RANGE:
-            raise _OffsetRange()
-        if status == KC_ERR_MEMORY:
-            raise MemoryError()
-    return 0
+    cdef _LegacyTarget target
+    target.c = &chunk.c
+    target.info = &info
+    return each_message(entry, validate_crc, _append_message, &target)
 
 
 class _OffsetRange(Exception):
@@ -728,11 +748,12 @@ def decode_chunk(entries, unsigned want, *, bint strict=False, offsets=(INT64_MI
                  timestamps=(INT64_MIN, INT64_MAX), max_decompressed_size=None,
                  bint validate_crc=False, bint views=False, bint arrow=False):
     """Decode ``entries`` (batches from read_batches) into a dict of numpy arrays;
-    ``validate_crc`` checks each v2 batch's CRC here, in the calling thread. With ``views``
-    keys and values are binary views (``*_views``, 16 bytes each) into ``*_data`` (buffer
-    0) and the buffers ``view_sources`` lists as (address, size, owner). With ``arrow`` the
-    columns come in the layouts of the Arrow table: int32 offsets (int64 when a column's
-    bytes pass 2 GiB), timestamps in microseconds, timestamp types int32."""
+    ``validate_crc`` checks each entry's CRC here (and legacy inner messages'), in the
+    calling thread. With ``views`` keys and values are binary views (``*_views``, 16 bytes
+    each) into ``*_data`` (buffer 0) and the buffers ``view_sources`` lists as (address,
+    size, owner). With ``arrow`` the columns come in the layouts of the Arrow table: int32
+    offsets (int64 when a column's bytes pass 2 GiB), timestamps in microseconds,
+    timestamp types int32."""
     if arrow:
         try:
             return _decode(entries, want | KC_COL_NARROW | KC_COL_ARROW_TIME, strict, offsets,
@@ -813,7 +834,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                 _flush(chunk, run)
         else:
             _flush(chunk, run)
-            _append_legacy(chunk, entry, offsets, timestamps)
+            _append_legacy(chunk, entry, validate_crc, offsets, timestamps)
     _flush(chunk, run)
     if room_for is not None:
         return chunk

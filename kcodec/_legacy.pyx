@@ -12,6 +12,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 from kcodec._crc32c cimport crc32_update
+from kcodec._layout cimport ATTR_CODEC, ATTR_LOG_APPEND_TIME
 from kcodec._native cimport kc_get_be32, kc_get_be64
 from kcodec._record cimport InputBuffer, Record
 from kcodec._scratch cimport ScratchBuffer
@@ -32,23 +33,10 @@ cdef enum:
     CRC_START = 16            # the CRC-32 covers [16, end): magic to the end of the value
     V0_OVERHEAD = 14          # size field of a v0 message with empty key and value
     V1_OVERHEAD = 22
-    ATTR_CODEC = 0x07
-    ATTR_LOG_APPEND_TIME = 0x08
 
 
-cdef struct _Message:
-    int64_t offset
-    uint32_t crc
-    int magic
-    int attributes
-    int64_t timestamp           # -1 for magic 0
-    const uint8_t *key          # NULL: null key
-    int32_t key_len
-    const uint8_t *value        # NULL: null value
-    int32_t value_len
-
-
-cdef int _parse(const uint8_t *p, Py_ssize_t size, _Message *m, Py_ssize_t position) except -1:
+cdef int _parse(const uint8_t *p, Py_ssize_t size, LegacyMessage *m,
+                Py_ssize_t position) except -1:
     """Parse the message of the log entry at p (size bytes, offset and size field included)."""
     m.offset = <int64_t>kc_get_be64(p)
     m.crc = kc_get_be32(p + 12)
@@ -91,7 +79,9 @@ cdef inline uint32_t _crc32(const uint8_t *p, Py_ssize_t n) noexcept:
     return crc32_update(0, p, <size_t>n)
 
 
-cdef Record _record(_Message *m, int64_t offset, int64_t timestamp):
+cdef int _append_record(void *records, const LegacyMessage *m, int64_t offset,
+                        int64_t timestamp) except -1:
+    """A message_sink: appends the message as a Record to the list ``records``."""
     cdef Record rec = Record.__new__(Record)
     rec.offset = offset
     rec.timestamp = timestamp
@@ -99,7 +89,8 @@ cdef Record _record(_Message *m, int64_t offset, int64_t timestamp):
     rec.value = _bytes_or_none(m.value, m.value_len)
     rec.sequence = -1
     rec.attributes = m.attributes
-    return rec
+    (<list>records).append(rec)
+    return 0
 
 
 @cython.final
@@ -110,7 +101,7 @@ cdef class LegacyBatch:
     """
     cdef InputBuffer _buf
     cdef const uint8_t *_p
-    cdef _Message _m
+    cdef LegacyMessage _m
     cdef Py_ssize_t _max_decompressed_size
     cdef bint _validate_crc
     cdef list _records
@@ -200,15 +191,42 @@ cdef class LegacyBatch:
         """The message value: for a wrapper, the compressed inner message set."""
         return _bytes_or_none(self._m.value, self._m.value_len)
 
-    partition_leader_epoch = property(lambda self: -1)
-    producer_id = property(lambda self: -1)
-    producer_epoch = property(lambda self: -1)
-    base_sequence = property(lambda self: -1)
-    last_sequence = property(lambda self: -1)
-    has_producer_id = property(lambda self: False)
-    is_transactional = property(lambda self: False)
-    is_control = property(lambda self: False)
-    delete_horizon_ms = property(lambda self: None)
+    # what magic 2 batches have and legacy entries do not, as Kafka reports it
+    @property
+    def partition_leader_epoch(self):
+        return -1
+
+    @property
+    def producer_id(self):
+        return -1
+
+    @property
+    def producer_epoch(self):
+        return -1
+
+    @property
+    def base_sequence(self):
+        return -1
+
+    @property
+    def last_sequence(self):
+        return -1
+
+    @property
+    def has_producer_id(self):
+        return False
+
+    @property
+    def is_transactional(self):
+        return False
+
+    @property
+    def is_control(self):
+        return False
+
+    @property
+    def delete_horizon_ms(self):
+        return None
 
     @property
     def buffer(self):
@@ -238,14 +256,15 @@ cdef class LegacyBatch:
     def records(self):
         """The records: the message itself, or a wrapper's inner messages with their
         absolute offsets (decoded once, then kept)."""
+        cdef list records
         if self._records is None:
-            if self.is_compressed:
-                self._records = self._inner_records()
-            else:
-                self._records = [_record(&self._m, self._m.offset, self._m.timestamp)]
+            records = []
+            each_message(self, self._validate_crc, _append_record, <void *>records)
+            self._records = records
         return self._records
 
-    cdef list _inner_records(self):
+    cdef ScratchBuffer _decompressed(self):
+        """A wrapper's inner message set, decompressed within the entry's limit."""
         cdef int codec = self._m.attributes & ATTR_CODEC
         if codec == 4:
             raise InvalidRecordError(
@@ -258,9 +277,8 @@ cdef class LegacyBatch:
             raise InvalidRecordError(
                 f"Found invalid compressed record set with null value (magic = {self._m.magic})",
                 position=self.position)
-        cdef ScratchBuffer inner
         try:
-            inner = _decompress_to_scratch(
+            return _decompress_to_scratch(
                 codec, PyMemoryView_FromMemory(<char *>self._m.value, self._m.value_len, PyBUF_READ),
                 self._m.magic,
                 None if self._max_decompressed_size < 0 else self._max_decompressed_size)
@@ -268,15 +286,16 @@ cdef class LegacyBatch:
             if exc.position is None:
                 exc.position = self.position
             raise
-        return self._decode_inner(inner.mem.data, inner.length)
 
-    cdef list _decode_inner(self, const uint8_t *p, Py_ssize_t n):
-        cdef list messages = []
-        cdef list offsets = []
-        cdef Py_ssize_t pos = 0, size
+    cdef Py_ssize_t _check_inner(self, const uint8_t *p, Py_ssize_t n, bint validate_crc,
+                                 int64_t *last_offset) except -1:
+        """Check the inner messages in [p, p + n) as Java's deep iterator does (and their
+        CRCs when ``validate_crc``); how many there are, and the last one's offset field.
+        A partial last inner entry is ignored, as Java does."""
+        cdef Py_ssize_t pos = 0, size, count = 0
         cdef int32_t size_field
-        cdef _Message m
-        cdef Record rec
+        cdef LegacyMessage m
+        cdef uint32_t computed
         while n - pos >= LOG_OVERHEAD:
             size_field = <int32_t>kc_get_be32(p + pos + 8)
             if size_field < V0_OVERHEAD:
@@ -285,41 +304,75 @@ cdef class LegacyBatch:
                     " in a wrapper's inner messages", position=self.position)
             size = <Py_ssize_t>size_field + LOG_OVERHEAD
             if n - pos < size:
-                break  # a partial last inner entry is ignored, as Java
+                break
             _parse(p + pos, size, &m, self.position)
             if m.attributes & ATTR_CODEC:
                 raise InvalidRecordError("Inner messages must not be compressed",
                                          position=self.position)
-            if self._validate_crc and _crc32(p + pos + CRC_START, size - CRC_START) != m.crc:
-                raise ChecksumError("Record is corrupt (an inner message's crc does not match)",
-                                    position=self.position, stored=m.crc,
-                                    computed=_crc32(p + pos + CRC_START, size - CRC_START))
-            ts = m.timestamp
-            if self._m.magic == 1 and self._m.attributes & ATTR_LOG_APPEND_TIME:
-                ts = self._m.timestamp
-            messages.append(_record(&m, m.offset, ts))
+            if validate_crc:
+                computed = _crc32(p + pos + CRC_START, size - CRC_START)
+                if computed != m.crc:
+                    raise ChecksumError(
+                        "Record is corrupt (an inner message's crc does not match)",
+                        position=self.position, stored=m.crc, computed=computed)
+            last_offset[0] = m.offset
+            count += 1
             pos += size
-        if not messages:
+        if count == 0:
             raise InvalidRecordError("a compressed wrapper holds no messages",
                                      position=self.position)
-        cdef int64_t last_inner, base = 0
+        return count
+
+    cdef int _each_inner(self, bint validate_crc, message_sink sink, void *ctx) except -1:
+        cdef ScratchBuffer inner = self._decompressed()
+        cdef const uint8_t *p = inner.mem.data
+        cdef int64_t last_inner = 0, base = 0, timestamp
+        cdef Py_ssize_t count = self._check_inner(p, inner.length, validate_crc, &last_inner)
         cdef int64_t wrapper_offset = self._m.offset
-        if self._m.magic > 0:  # inner offsets are relative to the wrapper's
-            last_inner = (<Record>messages[len(messages) - 1]).offset
-            if wrapper_offset != 0:  # 0: old producers' wrappers, inner offsets used as they are
-                if wrapper_offset < last_inner:
-                    raise InvalidRecordError(
-                        "Found invalid wrapper offset in compressed v1 message set, wrapper "
-                        f"offset '{wrapper_offset}' is less than the last inner message offset "
-                        f"'{last_inner}' and it is not zero.", position=self.position)
-                base = wrapper_offset - last_inner
-            for rec in messages:
-                rec.offset += base
-        return messages
+        # magic 1: inner offsets are relative to the wrapper's (which is the last one's),
+        # except in old producers' wrappers of offset 0, whose inner offsets stand as they are
+        if self._m.magic > 0 and wrapper_offset != 0:
+            if wrapper_offset < last_inner:
+                raise InvalidRecordError(
+                    "Found invalid wrapper offset in compressed v1 message set, wrapper "
+                    f"offset '{wrapper_offset}' is less than the last inner message offset "
+                    f"'{last_inner}' and it is not zero.", position=self.position)
+            base = wrapper_offset - last_inner
+        cdef bint wrapper_time = (self._m.magic == 1
+                                  and self._m.attributes & ATTR_LOG_APPEND_TIME)
+        cdef Py_ssize_t pos = 0, size, i
+        cdef LegacyMessage m
+        for i in range(count):   # checked above: whole messages, parsed without errors
+            size = <Py_ssize_t>kc_get_be32(p + pos + 8) + LOG_OVERHEAD
+            _parse(p + pos, size, &m, self.position)
+            timestamp = self._m.timestamp if wrapper_time else m.timestamp
+            sink(ctx, &m, m.offset + base, timestamp)
+            pos += size
+        return 0
 
     def __repr__(self):
         return (f"LegacyBatch(position={self.position}, magic={self._m.magic}, "
                 f"offset={self._m.offset}, compression={self.compression_id}, size={self.size})")
+
+
+cdef int each_message(object entry, bint validate_crc, message_sink sink, void *ctx) except -1:
+    """Call ``sink`` with each record of ``entry`` (a LegacyBatch), its absolute offset and
+    the timestamp a reader sees: the message itself, or a wrapper's inner messages, all of
+    them checked before the first is given (their CRCs when ``validate_crc``)."""
+    cdef LegacyBatch b = <LegacyBatch?>entry
+    if b._m.attributes & ATTR_CODEC:
+        return b._each_inner(validate_crc, sink, ctx)
+    return sink(ctx, &b._m, b._m.offset, b._m.timestamp)
+
+
+cdef int check_crc(object entry) except -1:
+    """Raise ChecksumError unless ``entry``'s (a LegacyBatch) own CRC-32 matches."""
+    return (<LegacyBatch?>entry)._ensure_valid()
+
+
+cdef const LegacyMessage *shallow_message(object entry) except NULL:
+    """The fields of ``entry`` (a LegacyBatch) itself: a message, or a wrapper."""
+    return &(<LegacyBatch?>entry)._m
 
 
 cdef object make_legacy_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t size,

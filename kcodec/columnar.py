@@ -76,13 +76,24 @@ def select_batches(entries: Iterable[Entry], *, include_control: bool = False,
     """
     pending = sorted(aborted_transactions or [], key=lambda t: t[1])
     aborted_producers: set[int] = set()
+    lo, hi = offsets
+    earliest = timestamps[0]
     for entry in entries:
-        if entry.last_offset < offsets[0] or (entry.base_offset if isinstance(entry, RecordBatch)
-                                              else entry.last_offset) >= offsets[1]:
+        last = entry.last_offset
+        if last < lo:
             continue
-        if entry.max_timestamp < timestamps[0] and entry.timestamp_type != 1:
+        if type(entry) is LegacyBatch:
+            # a message's offset is its own; a wrapper's records end at its offset but may
+            # start anywhere before it, so only its records are filtered
+            if (last >= hi and not entry.is_compressed) or entry.max_timestamp < earliest:
+                continue   # max_timestamp: a wrapper's is its records' latest (magic 0: -1)
+            yield entry
+            continue
+        if entry.base_offset >= hi:
+            continue
+        if entry.max_timestamp < earliest and entry.timestamp_type != 1:
             continue  # CreateTime: no record is later than the batch's max timestamp
-        while pending and pending[0][1] <= entry.last_offset:
+        while pending and pending[0][1] <= last:
             aborted_producers.add(pending.pop(0)[0])
         if entry.is_control:
             if aborted_transactions is not None and entry.producer_id in aborted_producers:
@@ -98,6 +109,8 @@ def select_batches(entries: Iterable[Entry], *, include_control: bool = False,
 
 def _split(entries: Sequence[Entry], parts: int) -> list[list[Entry]]:
     """Contiguous groups of about equal record counts."""
+    if parts <= 1:
+        return [list(entries)] if entries else []
     weights = [max(e.record_count if isinstance(e, RecordBatch) else 1, 1) for e in entries]
     target = sum(weights) / max(parts, 1)
     groups: list[list[Entry]] = [[]]
@@ -131,17 +144,12 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
     want = _want(names)
     offsets = offsets or (INT64_MIN, INT64_MAX)
     timestamps = timestamps or (INT64_MIN, INT64_MAX)
-    # CRCs of v2 batches are checked by the decoding threads, in parallel; legacy entries'
-    # CRCs are checked as they are framed
+    # CRCs are checked by the decoding threads, in parallel
     reader = read_batches(data, validate_crc=False, strict=strict,
                           max_decompressed_size=max_decompressed_size, allow_magic3=allow_magic3)
     entries = list(select_batches(reader, include_control=include_control,
                                   aborted_transactions=aborted_transactions,
                                   offsets=offsets, timestamps=timestamps))
-    if validate_crc:
-        for entry in entries:
-            if isinstance(entry, LegacyBatch):
-                entry.ensure_valid()
     options = {"strict": strict, "offsets": offsets, "timestamps": timestamps,
                "max_decompressed_size": max_decompressed_size, "validate_crc": validate_crc}
     return entries, names, want, options

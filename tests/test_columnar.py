@@ -180,6 +180,59 @@ def test_ranges_and_projection(codec: str) -> None:
         kcodec.decode_columns(data, columns=["nope"])
 
 
+@pytest.mark.parametrize("magic,codec", [(0, "none"), (0, "gzip"), (0, "lz4"), (1, "none"),
+                                         (1, "gzip"), (1, "snappy"), (1, "lz4")])
+def test_legacy_ranges(magic: int, codec: str) -> None:
+    """A legacy wrapper's offset is its last record's: records before a range's end are
+    kept even when the wrapper's offset lies past it."""
+    builder = kcodec.BatchBuilder(magic=magic, compression=codec, base_offset=5)
+    for i in range(5):
+        builder.append(b"v%d" % i, key=b"k%d" % i, timestamp=TS + i)
+    data = builder.build()
+    everything = rows(data)
+    for lo, hi in [(0, 7), (6, 8), (9, 100), (0, 100), (10, 20), (0, 5)]:
+        cols = kcodec.decode_columns(data, offsets=(lo, hi), include_headers=True)
+        assert column_rows(cols) == [r for r in everything if lo <= r[0] < hi], (lo, hi)
+    if magic == 1:
+        cols = kcodec.decode_columns(data, timestamps=(TS + 3, TS + 100))
+        assert cols["offset"].tolist() == [8, 9]
+        assert kcodec.decode_columns(data, timestamps=(TS + 5, TS + 100))["count"] == 0
+
+
+def _legacy_wrapper(inner: bytes, last_offset: int) -> bytes:
+    """A magic-1 gzip wrapper (CreateTime) around the message set ``inner``."""
+    import gzip
+    import struct
+    import zlib
+    value = gzip.compress(inner)
+    body = struct.pack(">bbqii", 1, 1, TS, -1, len(value)) + value
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", last_offset, len(message)) + message
+
+
+def test_legacy_inner_crcs_checked_in_the_decoding_pass() -> None:
+    builder = kcodec.BatchBuilder(magic=1)
+    for i in range(4):
+        builder.append(b"value %d" % i, key=b"k", timestamp=TS)
+    inner = bytearray(builder.build())
+    inner[-1] ^= 1   # the last inner message's value: its CRC no longer matches
+    data = _legacy_wrapper(bytes(inner), 103)
+    with pytest.raises(kcodec.errors.ChecksumError) as caught:
+        kcodec.decode_columns(data)
+    assert caught.value.position == 0
+    with pytest.raises(kcodec.errors.ChecksumError):
+        kcodec.decode_arrow(data)
+    cols = kcodec.decode_columns(data, validate_crc=False, include_headers=True)
+    assert cols["offset"].tolist() == [100, 101, 102, 103]
+    assert column_rows(cols) == [(r.offset, r.timestamp, r.key, r.value, r.headers)
+                                 for b in kcodec.read_batches(data, validate_crc=False)
+                                 for r in b]
+    outer = bytearray(_legacy_wrapper(bytes(builder.build()), 103))
+    outer[-1] ^= 1   # the gzip trailer: the wrapper's own CRC fails first
+    with pytest.raises(kcodec.errors.ChecksumError):
+        kcodec.decode_columns(outer)
+
+
 def test_arrow_schema_is_sparks() -> None:
     import pyarrow as pa
     table = kcodec.decode_arrow(VECTORS["v2_one"], topic="events", partition=4,

@@ -6,6 +6,7 @@ import platform
 import random
 import subprocess
 import sys
+import zlib
 
 import crc32c as crc32c_package
 import pytest
@@ -94,12 +95,15 @@ for size in map(int, sys.argv[2:]):
     data = random.Random(size).randbytes(size + 3)
     for misalign in (0, 3):
         view = memoryview(data)[misalign:misalign + size]
-        print(kcodec.crc32c(view), kcodec.crc32c(view, 0xDEADBEEF))
+        print(kcodec.crc32c(view), kcodec.crc32c(view, 0xDEADBEEF),
+              kcodec.crc32(view), kcodec.crc32(view, 0xDEADBEEF))
 """
 
 # around every boundary of the backends: 8-byte words, 16-byte and 64-byte folds, the
-# 256 bytes a fold step takes, the CRC instruction's 768-byte and 24 KiB lane chunks
-BOUNDARY_SIZES = [0, 1, 7, 8, 15, 16, 17, 63, 64, 65, 255, 256, 257, 271, 272, 319, 320, 511,
+# 256 bytes a fold step takes, the CRC instruction's 768-byte and 24 KiB lane chunks, and
+# the IEEE CRC-32's 32-byte start of folding and its 64-byte steps
+BOUNDARY_SIZES = [0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 79, 80, 127, 128,
+                  129, 143, 255, 256, 257, 271, 272, 319, 320, 511,
                   512, 513, 767, 768, 769, 1023, 1024, 1025, 2047, 2048, 2049, 2303, 2304,
                   24575, 24576, 24577, 100_003, 1 << 20]
 
@@ -111,8 +115,9 @@ ARCH_BACKENDS = {"x86_64": ["sse4.2", "vpclmulqdq"], "AMD64": ["sse4.2", "vpclmu
 
 @pytest.mark.parametrize("backend", ["portable", *ARCH_BACKENDS])
 def test_every_backend_the_machine_runs_matches_the_reference(backend: str) -> None:
-    """Each backend, chosen by KCODEC_CRC32C, against the crc32c package; a backend this
-    CPU or build lacks refuses to load instead."""
+    """Each backend, chosen by KCODEC_CRC32C, against the crc32c package (and the IEEE
+    CRC-32 it sets up against zlib); a backend this CPU or build lacks refuses to load
+    instead."""
     env = dict(os.environ, KCODEC_CRC32C=backend)
     proc = subprocess.run([sys.executable, "-c", BACKEND_SCRIPT, backend,
                            *map(str, BOUNDARY_SIZES)], env=env, capture_output=True,
@@ -127,7 +132,9 @@ def test_every_backend_the_machine_runs_matches_the_reference(backend: str) -> N
         for misalign in (0, 3):
             view = bytes(data[misalign:misalign + size])
             assert next(got) == (f"{crc32c_package.crc32c(view)} "
-                                 f"{crc32c_package.crc32c(view, 0xDEADBEEF)}"), (size, misalign)
+                                 f"{crc32c_package.crc32c(view, 0xDEADBEEF)} "
+                                 f"{zlib.crc32(view)} {zlib.crc32(view, 0xDEADBEEF)}"), (
+                size, misalign)
 
 
 def test_bad_backend_name_is_an_import_error() -> None:
@@ -138,9 +145,13 @@ def test_bad_backend_name_is_an_import_error() -> None:
     assert "KCODEC_CRC32C" in proc.stderr
 
 
+@given(st.binary(max_size=3000), st.binary(max_size=3000))
+def test_ieee_continuation(a: bytes, b: bytes) -> None:
+    assert kcodec.crc32(b, kcodec.crc32(a)) == kcodec.crc32(a + b) == zlib.crc32(a + b)
+
+
 @pytest.mark.parametrize("size", [0, 1, 9, 1000, 100_003])
 def test_ieee_crc32_matches_zlib(size: int) -> None:
-    import zlib
     data = os.urandom(size)
     assert kcodec.crc32(data) == zlib.crc32(data)
     assert kcodec.crc32(data[size // 2:], kcodec.crc32(data[:size // 2])) == zlib.crc32(data)
