@@ -2,7 +2,9 @@
 
 Reading and writing 1000 legacy messages (16-byte keys, 100 B values), plain and as one gzip
 or lz4 wrapper, with kcodec, kafka-python and aiokafka (which reads and writes magic 0/1
-but not magic-0 LZ4); and kcodec.convert throughput between magic 2 and magics 1 and 0.
+but not magic-0 LZ4); kcodec.decode_columns on the same input (its ratio against aiokafka's
+reader, or kafka-python's without aiokafka); and kcodec.convert throughput between magic 2
+and magics 1 and 0.
 
     python bench/bench_legacy.py [--rounds N] [--quick]
 """
@@ -78,7 +80,8 @@ def main() -> int:
             parts = entries(data)
             case = f"m{magic} {codec}"
             read = {"kcodec": lambda: read_kcodec(data),
-                    "kafka-python": lambda: kafka_python_read(parts, magic)}
+                    "kafka-python": lambda: kafka_python_read(parts, magic),
+                    "kcodec columns": lambda: kcodec.decode_columns(data)}
             build = {"kcodec": lambda: build_kcodec(records, codec, magic=magic),
                      "kafka-python": lambda: kafka_python_build(records, magic, codec)}
             if not (magic == 0 and codec == "lz4"):  # aiokafka has no magic-0 LZ4
@@ -86,10 +89,15 @@ def main() -> int:
                 build["aiokafka"] = lambda: aiokafka_build(records, magic, codec)
             for op, contenders in (("read", read), ("build", build)):
                 medians = interleaved(contenders, rounds)
+                columns = medians.pop("kcodec columns", None)
                 for name, seconds in medians.items():
                     ratio = None if name == "kcodec" else seconds / medians["kcodec"]
                     rows.append((f"{op} {case}", name, seconds, ratio,
                                  f"{1000 / seconds / 1e6:.2f} M rec/s"))
+                if columns is not None:
+                    peer = medians.get("aiokafka", medians["kafka-python"])
+                    rows.append((f"columns {case}", "kcodec", columns, peer / columns,
+                                 f"{1000 / columns / 1e6:.2f} M rec/s"))
     v2 = kcodec.BatchBuilder(compression="lz4")
     for key, value, ts in records:
         v2.append(value, key=key, timestamp=ts)

@@ -94,6 +94,10 @@ cdef int _append_record(void *records, const LegacyMessage *m, int64_t offset,
 
 
 @cython.final
+@cython.freelist(256)
+# holds the input (whose exporter holds no batches) and a list of Records: no cycles, and
+# a thousand plain messages decoded to columns would otherwise start a collection each
+@cython.no_gc
 cdef class LegacyBatch:
     """One log entry of magic 0 or 1: a message, or a compressed wrapper of messages.
 

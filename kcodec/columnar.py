@@ -78,16 +78,19 @@ def select_batches(entries: Iterable[Entry], *, include_control: bool = False,
     aborted_producers: set[int] = set()
     lo, hi = offsets
     earliest = timestamps[0]
+    bounded = lo > INT64_MIN or hi < INT64_MAX or earliest > INT64_MIN
     for entry in entries:
-        last = entry.last_offset
-        if last < lo:
-            continue
         if type(entry) is LegacyBatch:
             # a message's offset is its own; a wrapper's records end at its offset but may
-            # start anywhere before it, so only its records are filtered
-            if (last >= hi and not entry.is_compressed) or entry.max_timestamp < earliest:
-                continue   # max_timestamp: a wrapper's is its records' latest (magic 0: -1)
+            # start anywhere before it, so only its records are filtered. max_timestamp: a
+            # wrapper's is its records' latest (magic 0: -1)
+            if bounded and (entry.last_offset < lo or entry.max_timestamp < earliest
+                            or (entry.last_offset >= hi and not entry.is_compressed)):
+                continue
             yield entry
+            continue
+        last = entry.last_offset
+        if last < lo:
             continue
         if entry.base_offset >= hi:
             continue
