@@ -3,8 +3,9 @@
 Reading and writing 1000 legacy messages (16-byte keys, 100 B values), plain and as one gzip
 or lz4 wrapper, with kcodec, kafka-python and aiokafka (which reads and writes magic 0/1
 but not magic-0 LZ4); kcodec.decode_columns on the same input (its ratio against aiokafka's
-reader, or kafka-python's without aiokafka); and kcodec.convert throughput between magic 2
-and magics 1 and 0.
+reader, or kafka-python's without aiokafka); kcodec.convert throughput between magic 2
+and magics 1 and 0; and decode_columns and decode_arrow with two threads against one, on
+100 magic-1 wrappers of 1000 such records each (gzip, lz4) and on 100 000 plain messages.
 
     python bench/bench_legacy.py [--rounds N] [--quick]
 """
@@ -66,6 +67,33 @@ def kafka_python_read(parts: list[bytes], magic: int) -> None:
             r.value
 
 
+def thread_scaling(rounds: int) -> list[tuple[str, float, float]]:
+    """(case, seconds with one thread, seconds with two) of legacy input 100 000 records
+    long: 100 magic-1 wrappers, or plain messages."""
+    records = sample_records(1000, 100)
+    out = []
+    for codec, wrappers in (("gzip", 100), ("lz4", 100), ("none", 1)):
+        data = b"".join(build_kcodec(records, codec, magic=1) for _ in range(wrappers))
+        if codec == "none":   # 100 000 plain messages
+            data *= 100
+        for name in ("decode_columns", "decode_arrow"):
+            if name == "decode_arrow" and not _has_pyarrow():
+                continue
+            decode = getattr(kcodec, name)
+            medians = interleaved({"1": lambda: decode(data, threads=1),
+                                   "2": lambda: decode(data, threads=2)}, rounds)
+            out.append((f"m1 {codec} {name}", medians["1"], medians["2"]))
+    return out
+
+
+def _has_pyarrow() -> bool:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=11)
@@ -116,6 +144,9 @@ def main() -> int:
     print(f"kcodec {kcodec.__version__}: 1000 messages, 16 B keys, 100 B values, "
           f"{rounds} interleaved rounds, medians")
     print_table("magic 0 and 1; conversion", rows)
+    print("\n100 000 records, magic 1       1 thread   2 threads   2 vs 1")
+    for case, one, two in thread_scaling(rounds):
+        print(f"{case:<28} {one * 1e3:>8.2f}ms {two * 1e3:>9.2f}ms {one / two:>7.2f}x")
     return 0
 
 

@@ -8,7 +8,7 @@ v2 record region with the GIL released, so several threads can decode at once.
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport INT32_MAX, INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint32_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY,
@@ -21,7 +21,8 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_gather_views)
 from kcodec._layout cimport (ATTR_CODEC, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES)
-from kcodec._legacy cimport LegacyMessage, check_crc, each_message, shallow_message
+from kcodec._legacy cimport (InnerMessages, LegacyMessage, check_crc, crc_matches, next_inner,
+                             open_inner, shallow_message)
 from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_release_spares
 from kcodec._frames cimport (BlockHook, lz4_frame_with_hook, snappy_with_hook,
@@ -233,9 +234,9 @@ cdef void _adopt_spares(kc_columns *c, size_t records) noexcept:
 
 
 cdef void _remember_sizes(kc_columns *c, size_t records) noexcept:
-    """Remember each column's items per record (not bytes: Arrow's layout has narrower
-    offsets and wider timestamp types than numpy's): the next chunk of a stream, or a part
-    of this one decoded by another thread, has about the same shape."""
+    """Remember each column's items per planned record (not bytes: Arrow's layout has
+    narrower offsets and wider timestamp types than numpy's): the next chunk of a stream,
+    or a part of this one decoded by another thread, has about the same shape."""
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
     if records == 0:
@@ -267,6 +268,10 @@ cdef object _take(kc_buf *b, object dtype):
 @cython.final
 cdef class _Chunk:
     cdef kc_columns c
+    # the records reserved for at the start (a legacy entry counting as one): the columns'
+    # sizes are remembered per planned record, so that the next decode of alike input,
+    # planning alike, reserves what this one took
+    cdef size_t planned
 
     def __dealloc__(self):
         kc_columns_free(&self.c)
@@ -689,18 +694,8 @@ cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validat
     return True
 
 
-cdef struct _LegacyTarget:
-    kc_columns *c
-    const kc_batch_info *info
-
-
-cdef int _append_message(void *target, const LegacyMessage *m, int64_t offset,
-                         int64_t timestamp) except -1:
-    """A message_sink: appends the message to the columns of ``target`` (a _LegacyTarget)."""
-    cdef _LegacyTarget *t = <_LegacyTarget *>target
-    cdef int status = kc_append_record(t.c, t.info, offset, timestamp, m.key,
-                                       m.key_len if m.key != NULL else 0, m.value,
-                                       m.value_len if m.value != NULL else 0, -1)
+cdef int _raise_append(int status) except -1:
+    """Raise for a kc_append_record status other than KC_OK."""
     if status == KC_ERR_VIEW_RANGE:
         raise OverflowError("binary views reach 2 GiB into their copied values; legacy "
                             "records past that size need binary_view=False")
@@ -711,33 +706,148 @@ cdef int _append_message(void *target, const LegacyMessage *m, int64_t offset,
     return 0
 
 
-cdef int _append_legacy(_Chunk chunk, object entry, bint validate_crc, tuple offsets,
-                        tuple timestamps) except -1:
-    """Append a magic 0 or 1 entry's records, copied from the input or the decompressed
-    wrapper straight into the columns; with ``validate_crc`` its CRC and any inner
-    messages' CRCs are checked first."""
-    if validate_crc:
-        check_crc(entry)
-    cdef const LegacyMessage *shallow = shallow_message(entry)
-    cdef kc_batch_info info
+cdef inline void _legacy_info(kc_batch_info *info, const LegacyMessage *entry) noexcept nogil:
+    """The batch-level fields of a legacy entry's records (the ranges set by the caller)."""
     info.producer_id = -1
     info.producer_epoch = -1
     info.base_sequence = -1
-    info.magic = shallow.magic
-    info.compression = shallow.attributes & ATTR_CODEC
-    info.timestamp_type = (-1 if shallow.magic == 0 else
-                           1 if shallow.attributes & ATTR_LOG_APPEND_TIME else 0)
+    info.magic = entry.magic
+    info.compression = entry.attributes & ATTR_CODEC
+    info.timestamp_type = (-1 if entry.magic == 0 else
+                           1 if entry.attributes & ATTR_LOG_APPEND_TIME else 0)
     info.is_transactional = 0
     info.is_control = 0
-    info.offset_lo, info.offset_hi = offsets
-    info.timestamp_lo, info.timestamp_hi = timestamps
     info.prefetch = NULL
     info.prefetch_len = 0
     info.values_in_place = False
-    cdef _LegacyTarget target
-    target.c = &chunk.c
-    target.info = &info
-    return each_message(entry, validate_crc, _append_message, &target)
+
+
+@cython.final
+cdef class _LegacyRun:
+    """Plain legacy messages (each a log entry of its own) queued to be decoded together
+    without the GIL: one GIL release for a run instead of one per message."""
+    cdef LegacyMessage *messages
+    cdef Py_ssize_t n, cap
+    cdef list entries
+
+    def __cinit__(self):
+        self.entries = []
+
+    def __dealloc__(self):
+        free(self.messages)
+
+    cdef int add(self, object entry) except -1:
+        cdef LegacyMessage *grown
+        if self.n == self.cap:
+            grown = <LegacyMessage *>realloc(self.messages,
+                                             (self.cap * 2 + 64) * sizeof(LegacyMessage))
+            if grown == NULL:
+                raise MemoryError()
+            self.messages = grown
+            self.cap = self.cap * 2 + 64
+        self.messages[self.n] = shallow_message(entry)[0]
+        self.n += 1
+        self.entries.append(entry)
+        return 0
+
+
+cdef int _flush_legacy(_Chunk chunk, _LegacyRun run, bint validate_crc,
+                       const kc_batch_info *ranges) except -1:
+    """Append the queued plain legacy messages, CRCs checked first when ``validate_crc``."""
+    cdef Py_ssize_t i, failed = -1
+    cdef int status = KC_OK
+    cdef kc_batch_info info = ranges[0]
+    cdef const LegacyMessage *m
+    if run.n == 0:
+        return 0
+    with nogil:
+        for i in range(run.n):
+            m = &run.messages[i]
+            if validate_crc and not crc_matches(m):
+                status = CRC_MISMATCH
+            else:
+                _legacy_info(&info, m)
+                status = kc_append_record(&chunk.c, &info, m.offset, m.timestamp, m.key,
+                                          m.key_len if m.key != NULL else 0, m.value,
+                                          m.value_len if m.value != NULL else 0, -1)
+            if status != KC_OK:
+                failed = i
+                break
+    entries = run.entries
+    run.n = 0
+    run.entries = []
+    if status == CRC_MISMATCH:
+        check_crc(entries[failed])
+    return _raise_append(status)
+
+
+cdef int _append_wrapper(_Chunk chunk, object entry, bint validate_crc,
+                         const kc_batch_info *ranges) except -1:
+    """Append a legacy wrapper's records, copied from its decompressed inner messages
+    straight into the columns without the GIL; with ``validate_crc`` its CRC and its inner
+    messages' CRCs are checked first."""
+    if validate_crc:
+        check_crc(entry)
+    cdef InnerMessages inner
+    held = open_inner(entry, validate_crc, &inner)
+    cdef kc_batch_info info = ranges[0]
+    _legacy_info(&info, shallow_message(entry))
+    cdef LegacyMessage m
+    cdef int64_t offset, timestamp
+    cdef int status = KC_OK
+    with nogil:
+        while next_inner(&inner, &m, &offset, &timestamp):
+            status = kc_append_record(&chunk.c, &info, offset, timestamp, m.key,
+                                      m.key_len if m.key != NULL else 0, m.value,
+                                      m.value_len if m.value != NULL else 0, -1)
+            if status != KC_OK:
+                break
+    return _raise_append(status)
+
+
+def split_entries(list entries, Py_ssize_t parts):
+    """Contiguous groups of ``entries`` (at most ``parts``) of about equal record counts,
+    a legacy entry counted as one record (legacy entries, which may be many, are weighed
+    without Python calls)."""
+    cdef Py_ssize_t n = len(entries), i, total = 0, load = 0
+    if parts <= 1 or n == 0:
+        return [list(entries)] if n else []
+    cdef Py_ssize_t[::1] weights = numpy.ones(n, dtype=numpy.intp)
+    for i in range(n):
+        if type(entries[i]) is RecordBatch:
+            weights[i] = max(<Py_ssize_t>entries[i].record_count, 1)
+        total += weights[i]
+    cdef double target = <double>total / parts
+    groups = [[]]
+    for i in range(n):
+        if load >= target and len(groups) < parts:
+            groups.append([])
+            load = 0
+        groups[len(groups) - 1].append(entries[i])
+        load += weights[i]
+    return groups
+
+
+def entry_totals(list entries):
+    """(records, bytes of copied entries, bytes of all entries, records of the other
+    entries) of ``entries``. Copied entries are those whose values binary views cannot
+    point into: compressed batches, and legacy entries (their values are copied even as
+    views). A legacy entry counts as one record (a wrapper's count is unknown until it is
+    decompressed)."""
+    cdef Py_ssize_t records = 0, copied = 0, total = 0, plain_records = 0, count, size
+    for entry in entries:
+        if type(entry) is RecordBatch:
+            count, size = max(<Py_ssize_t>entry.record_count, 0), entry.size
+            if entry.compression_id == 0:
+                plain_records += count
+            else:
+                copied += size
+        else:
+            count, size = 1, shallow_message(entry).size
+            copied += size
+        records += count
+        total += size
+    return records, copied, total, plain_records
 
 
 class _OffsetRange(Exception):
@@ -804,6 +914,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
         else:
             records += 1
             most_bytes = GUESS_PAST_UNCOMPRESSED
+    chunk.planned = records
     _adopt_spares(&chunk.c, records)
     # keys and values: as many bytes per record as last time, or at first (values) the
     # uncompressed records' size; they grow as needed. The guess is bounded by what the
@@ -820,8 +931,13 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     offsets = (max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX))
     timestamps = (max(timestamps[0], INT64_MIN), min(timestamps[1], INT64_MAX))
     cdef _Run run = _Run(len(entries))
+    cdef _LegacyRun legacy = _LegacyRun()
+    cdef kc_batch_info ranges   # the offset and timestamp ranges, for legacy entries
+    ranges.offset_lo, ranges.offset_hi = offsets
+    ranges.timestamp_lo, ranges.timestamp_hi = timestamps
     for entry in entries:
         if type(entry) is RecordBatch:
+            _flush_legacy(chunk, legacy, validate_crc, &ranges)
             if (entry.compression_id in (2, 3, 4) and entry.magic == 2
                     and entry.record_count > 0):
                 _flush(chunk, run)
@@ -834,11 +950,16 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                 _flush(chunk, run)
         else:
             _flush(chunk, run)
-            _append_legacy(chunk, entry, validate_crc, offsets, timestamps)
+            if shallow_message(entry).attributes & ATTR_CODEC:
+                _flush_legacy(chunk, legacy, validate_crc, &ranges)
+                _append_wrapper(chunk, entry, validate_crc, &ranges)
+            else:
+                legacy.add(entry)
     _flush(chunk, run)
+    _flush_legacy(chunk, legacy, validate_crc, &ranges)
     if room_for is not None:
         return chunk
-    out = _arrays(chunk, records)
+    out = _arrays(chunk)
     if views:
         out["view_sources"] = sources.found
     return out
@@ -909,7 +1030,7 @@ def join_parts(_Chunk first, list parts, int threads):
     for i, at, data, shift in planned:
         bufs[i].len = max(bufs[i].len, at + data.shape[0])
     c.n += sum(part["count"] for part in parts)
-    return _arrays(first, <size_t>c.n)
+    return _arrays(first)
 
 
 def views_length(const uint8_t[::1] views):
@@ -976,11 +1097,11 @@ def gather_views(list columns, list sources, int64_t n):
                          f"data")
 
 
-cdef dict _arrays(_Chunk chunk, size_t records):
+cdef dict _arrays(_Chunk chunk):
     cdef kc_columns *c = &chunk.c
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
-    _remember_sizes(c, records)
+    _remember_sizes(c, chunk.planned)
     _buffers(c, bufs)
     out = {"count": c.n}
     left_out = _NOT_IN_VIEWS if c.want & KC_COL_VIEWS else _NOT_IN_BINARY

@@ -1,9 +1,12 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 from kcodec._record cimport InputBuffer
+from kcodec._scratch cimport ScratchBuffer
 
 
 cdef struct LegacyMessage:
+    const uint8_t *start        # the log entry: its offset field
+    Py_ssize_t size             # the log entry's bytes, offset and size fields included
     int64_t offset
     uint32_t crc
     int magic
@@ -15,15 +18,21 @@ cdef struct LegacyMessage:
     int32_t value_len
 
 
-# Receives each record of a legacy entry (its message, or a wrapper's inner messages) with
-# the absolute offset and the timestamp a reader sees. key and value point into the input
-# or a decompressed buffer, valid only during the call.
-ctypedef int (*message_sink)(void *ctx, const LegacyMessage *m, int64_t offset,
-                             int64_t timestamp) except -1
+# A wrapper's inner messages, decompressed and checked by open_inner, walked by next_inner
+# (without the GIL).
+cdef struct InnerMessages:
+    const uint8_t *p
+    Py_ssize_t end              # the bytes of whole messages: a partial last one is left out
+    Py_ssize_t pos
+    int64_t base                # added to each inner offset field
+    bint wrapper_time           # LogAppendTime: every record has the wrapper's timestamp
+    int64_t wrapper_timestamp
 
 cdef object make_legacy_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t size,
                               Py_ssize_t max_decompressed_size, bint validate_crc)
-cdef int check_crc(object entry) except -1
 cdef const LegacyMessage *shallow_message(object entry) except NULL
-cdef int each_message(object entry, bint validate_crc, message_sink sink,
-                      void *ctx) except -1
+cdef int check_crc(object entry) except -1
+cdef bint crc_matches(const LegacyMessage *m) noexcept nogil
+cdef ScratchBuffer open_inner(object entry, bint validate_crc, InnerMessages *inner)
+cdef bint next_inner(InnerMessages *inner, LegacyMessage *m, int64_t *offset,
+                     int64_t *timestamp) noexcept nogil

@@ -35,19 +35,33 @@ cdef enum:
     V1_OVERHEAD = 22
 
 
-cdef int _parse(const uint8_t *p, Py_ssize_t size, LegacyMessage *m,
-                Py_ssize_t position) except -1:
-    """Parse the message of the log entry at p (size bytes, offset and size field included)."""
+cdef enum:
+    # what _parse and _scan_inner find wrong (_raise_for makes them exceptions)
+    FOUND_OK = 0
+    BAD_MAGIC
+    BELOW_FIXED_FIELDS
+    KEY_PAST_END
+    VALUE_PAST_END
+    INNER_BELOW_MINIMUM
+    INNER_COMPRESSED
+    INNER_CRC
+    INNER_NONE
+
+
+cdef int _parse(const uint8_t *p, Py_ssize_t size, LegacyMessage *m) noexcept nogil:
+    """Parse the message of the log entry at p (size bytes, offset and size field
+    included): FOUND_OK or what is wrong with it."""
+    m.start = p
+    m.size = size
     m.offset = <int64_t>kc_get_be64(p)
     m.crc = kc_get_be32(p + 12)
     m.magic = <signed char>p[16]
     m.attributes = p[17]
     cdef Py_ssize_t pos = 18
     if m.magic > 1 or m.magic < 0:
-        raise CorruptRecordError(f"Invalid magic found in record: {m.magic}", position=position)
+        return BAD_MAGIC
     if size - LOG_OVERHEAD < (V1_OVERHEAD if m.magic == 1 else V0_OVERHEAD):
-        raise CorruptRecordError(f"magic {m.magic} message of {size - LOG_OVERHEAD} bytes is "
-                                 "smaller than its fixed fields", position=position)
+        return BELOW_FIXED_FIELDS
     if m.magic == 1:
         m.timestamp = <int64_t>kc_get_be64(p + pos)
         pos += 8
@@ -58,7 +72,7 @@ cdef int _parse(const uint8_t *p, Py_ssize_t size, LegacyMessage *m,
     m.key = NULL
     if m.key_len >= 0:
         if m.key_len > size - pos - 4:
-            raise CorruptRecordError("message key runs past the message", position=position)
+            return KEY_PAST_END
         m.key = p + pos
         pos += m.key_len
     m.value_len = <int32_t>kc_get_be32(p + pos)
@@ -66,22 +80,85 @@ cdef int _parse(const uint8_t *p, Py_ssize_t size, LegacyMessage *m,
     m.value = NULL
     if m.value_len >= 0:
         if m.value_len > size - pos:
-            raise CorruptRecordError("message value runs past the message", position=position)
+            return VALUE_PAST_END
         m.value = p + pos
+    return FOUND_OK
+
+
+cdef struct _InnerScan:
+    Py_ssize_t end              # the bytes of whole inner messages
+    int64_t last_offset         # the last one's offset field
+    LegacyMessage m             # the message looked at last: at an error, the wrong one
+    int32_t size_field          # INNER_BELOW_MINIMUM: the size found
+    uint32_t computed           # INNER_CRC: the CRC computed
+
+
+cdef int _raise_for(int found, const _InnerScan *scan, Py_ssize_t position) except -1:
+    """Raise the exception for what _parse or _scan_inner found wrong (the message in
+    ``scan.m``), at the entry's position."""
+    cdef const LegacyMessage *m = &scan.m
+    if found == BAD_MAGIC:
+        raise CorruptRecordError(f"Invalid magic found in record: {m.magic}", position=position)
+    if found == BELOW_FIXED_FIELDS:
+        raise CorruptRecordError(f"magic {m.magic} message of {m.size - LOG_OVERHEAD} bytes is "
+                                 "smaller than its fixed fields", position=position)
+    if found == KEY_PAST_END:
+        raise CorruptRecordError("message key runs past the message", position=position)
+    if found == VALUE_PAST_END:
+        raise CorruptRecordError("message value runs past the message", position=position)
+    if found == INNER_BELOW_MINIMUM:
+        raise CorruptRecordError(
+            f"Record size {scan.size_field} is less than the minimum record overhead (14) in "
+            "a wrapper's inner messages", position=position)
+    if found == INNER_COMPRESSED:
+        raise InvalidRecordError("Inner messages must not be compressed", position=position)
+    if found == INNER_CRC:
+        raise ChecksumError("Record is corrupt (an inner message's crc does not match)",
+                            position=position, stored=m.crc, computed=scan.computed)
+    if found == INNER_NONE:
+        raise InvalidRecordError("a compressed wrapper holds no messages", position=position)
     return 0
+
+
+cdef int _scan_inner(const uint8_t *p, Py_ssize_t n, bint validate_crc,
+                     _InnerScan *scan) noexcept nogil:
+    """Check the inner messages in [p, p + n) as Java's deep iterator does (and their CRCs
+    when ``validate_crc``): FOUND_OK or what is wrong. A partial last inner entry is
+    ignored, as Java does."""
+    cdef Py_ssize_t pos = 0, size
+    cdef int found
+    scan.end = 0
+    while n - pos >= LOG_OVERHEAD:
+        scan.size_field = <int32_t>kc_get_be32(p + pos + 8)
+        if scan.size_field < V0_OVERHEAD:
+            return INNER_BELOW_MINIMUM
+        size = <Py_ssize_t>scan.size_field + LOG_OVERHEAD
+        if n - pos < size:
+            break
+        found = _parse(p + pos, size, &scan.m)
+        if found != FOUND_OK:
+            return found
+        if scan.m.attributes & ATTR_CODEC:
+            return INNER_COMPRESSED
+        if validate_crc:
+            scan.computed = _crc32(p + pos + CRC_START, size - CRC_START)
+            if scan.computed != scan.m.crc:
+                return INNER_CRC
+        scan.last_offset = scan.m.offset
+        pos += size
+        scan.end = pos
+    return INNER_NONE if scan.end == 0 else FOUND_OK
 
 
 cdef inline object _bytes_or_none(const uint8_t *p, int32_t n):
     return None if p == NULL else PyBytes_FromStringAndSize(<const char *>p, n)
 
 
-cdef inline uint32_t _crc32(const uint8_t *p, Py_ssize_t n) noexcept:
+cdef inline uint32_t _crc32(const uint8_t *p, Py_ssize_t n) noexcept nogil:
     return crc32_update(0, p, <size_t>n)
 
 
-cdef int _append_record(void *records, const LegacyMessage *m, int64_t offset,
-                        int64_t timestamp) except -1:
-    """A message_sink: appends the message as a Record to the list ``records``."""
+cdef Record _record(const LegacyMessage *m, int64_t offset, int64_t timestamp):
     cdef Record rec = Record.__new__(Record)
     rec.offset = offset
     rec.timestamp = timestamp
@@ -89,8 +166,7 @@ cdef int _append_record(void *records, const LegacyMessage *m, int64_t offset,
     rec.value = _bytes_or_none(m.value, m.value_len)
     rec.sequence = -1
     rec.attributes = m.attributes
-    (<list>records).append(rec)
-    return 0
+    return rec
 
 
 @cython.final
@@ -260,11 +336,18 @@ cdef class LegacyBatch:
     def records(self):
         """The records: the message itself, or a wrapper's inner messages with their
         absolute offsets (decoded once, then kept)."""
-        cdef list records
+        cdef InnerMessages inner
+        cdef LegacyMessage m
+        cdef int64_t offset, timestamp
         if self._records is None:
-            records = []
-            each_message(self, self._validate_crc, _append_record, <void *>records)
-            self._records = records
+            if self._m.attributes & ATTR_CODEC:
+                held = open_inner(self, self._validate_crc, &inner)
+                records = []
+                while next_inner(&inner, &m, &offset, &timestamp):
+                    records.append(_record(&m, offset, timestamp))
+                self._records = records
+            else:
+                self._records = [_record(&self._m, self._m.offset, self._m.timestamp)]
         return self._records
 
     cdef ScratchBuffer _decompressed(self):
@@ -291,82 +374,59 @@ cdef class LegacyBatch:
                 exc.position = self.position
             raise
 
-    cdef Py_ssize_t _check_inner(self, const uint8_t *p, Py_ssize_t n, bint validate_crc,
-                                 int64_t *last_offset) except -1:
-        """Check the inner messages in [p, p + n) as Java's deep iterator does (and their
-        CRCs when ``validate_crc``); how many there are, and the last one's offset field.
-        A partial last inner entry is ignored, as Java does."""
-        cdef Py_ssize_t pos = 0, size, count = 0
-        cdef int32_t size_field
-        cdef LegacyMessage m
-        cdef uint32_t computed
-        while n - pos >= LOG_OVERHEAD:
-            size_field = <int32_t>kc_get_be32(p + pos + 8)
-            if size_field < V0_OVERHEAD:
-                raise CorruptRecordError(
-                    f"Record size {size_field} is less than the minimum record overhead (14)"
-                    " in a wrapper's inner messages", position=self.position)
-            size = <Py_ssize_t>size_field + LOG_OVERHEAD
-            if n - pos < size:
-                break
-            _parse(p + pos, size, &m, self.position)
-            if m.attributes & ATTR_CODEC:
-                raise InvalidRecordError("Inner messages must not be compressed",
-                                         position=self.position)
-            if validate_crc:
-                computed = _crc32(p + pos + CRC_START, size - CRC_START)
-                if computed != m.crc:
-                    raise ChecksumError(
-                        "Record is corrupt (an inner message's crc does not match)",
-                        position=self.position, stored=m.crc, computed=computed)
-            last_offset[0] = m.offset
-            count += 1
-            pos += size
-        if count == 0:
-            raise InvalidRecordError("a compressed wrapper holds no messages",
-                                     position=self.position)
-        return count
-
-    cdef int _each_inner(self, bint validate_crc, message_sink sink, void *ctx) except -1:
-        cdef ScratchBuffer inner = self._decompressed()
-        cdef const uint8_t *p = inner.mem.data
-        cdef int64_t last_inner = 0, base = 0, timestamp
-        cdef Py_ssize_t count = self._check_inner(p, inner.length, validate_crc, &last_inner)
-        cdef int64_t wrapper_offset = self._m.offset
-        # magic 1: inner offsets are relative to the wrapper's (which is the last one's),
-        # except in old producers' wrappers of offset 0, whose inner offsets stand as they are
-        if self._m.magic > 0 and wrapper_offset != 0:
-            if wrapper_offset < last_inner:
-                raise InvalidRecordError(
-                    "Found invalid wrapper offset in compressed v1 message set, wrapper "
-                    f"offset '{wrapper_offset}' is less than the last inner message offset "
-                    f"'{last_inner}' and it is not zero.", position=self.position)
-            base = wrapper_offset - last_inner
-        cdef bint wrapper_time = (self._m.magic == 1
-                                  and self._m.attributes & ATTR_LOG_APPEND_TIME)
-        cdef Py_ssize_t pos = 0, size, i
-        cdef LegacyMessage m
-        for i in range(count):   # checked above: whole messages, parsed without errors
-            size = <Py_ssize_t>kc_get_be32(p + pos + 8) + LOG_OVERHEAD
-            _parse(p + pos, size, &m, self.position)
-            timestamp = self._m.timestamp if wrapper_time else m.timestamp
-            sink(ctx, &m, m.offset + base, timestamp)
-            pos += size
-        return 0
-
     def __repr__(self):
         return (f"LegacyBatch(position={self.position}, magic={self._m.magic}, "
                 f"offset={self._m.offset}, compression={self.compression_id}, size={self.size})")
 
 
-cdef int each_message(object entry, bint validate_crc, message_sink sink, void *ctx) except -1:
-    """Call ``sink`` with each record of ``entry`` (a LegacyBatch), its absolute offset and
-    the timestamp a reader sees: the message itself, or a wrapper's inner messages, all of
-    them checked before the first is given (their CRCs when ``validate_crc``)."""
+cdef ScratchBuffer open_inner(object entry, bint validate_crc, InnerMessages *inner):
+    """Decompress and check the inner messages of ``entry`` (a LegacyBatch wrapper), their
+    CRCs too when ``validate_crc``, for next_inner to walk; the buffer returned holds them
+    and must be kept meanwhile."""
     cdef LegacyBatch b = <LegacyBatch?>entry
-    if b._m.attributes & ATTR_CODEC:
-        return b._each_inner(validate_crc, sink, ctx)
-    return sink(ctx, &b._m, b._m.offset, b._m.timestamp)
+    cdef ScratchBuffer held = b._decompressed()
+    cdef _InnerScan scan
+    cdef int found
+    with nogil:
+        found = _scan_inner(held.mem.data, held.length, validate_crc, &scan)
+    if found != FOUND_OK:
+        _raise_for(found, &scan, b.position)
+    cdef int64_t wrapper_offset = b._m.offset
+    inner.base = 0
+    # magic 1: inner offsets are relative to the wrapper's (which is the last one's),
+    # except in old producers' wrappers of offset 0, whose inner offsets stand as they are
+    if b._m.magic > 0 and wrapper_offset != 0:
+        if wrapper_offset < scan.last_offset:
+            raise InvalidRecordError(
+                "Found invalid wrapper offset in compressed v1 message set, wrapper "
+                f"offset '{wrapper_offset}' is less than the last inner message offset "
+                f"'{scan.last_offset}' and it is not zero.", position=b.position)
+        inner.base = wrapper_offset - scan.last_offset
+    inner.p = held.mem.data
+    inner.end = scan.end
+    inner.pos = 0
+    inner.wrapper_time = b._m.magic == 1 and b._m.attributes & ATTR_LOG_APPEND_TIME
+    inner.wrapper_timestamp = b._m.timestamp
+    return held
+
+
+cdef bint next_inner(InnerMessages *inner, LegacyMessage *m, int64_t *offset,
+                     int64_t *timestamp) noexcept nogil:
+    """The next inner message, its absolute offset and the timestamp a reader sees; False
+    after the last."""
+    if inner.pos >= inner.end:
+        return False
+    cdef Py_ssize_t size = <Py_ssize_t>kc_get_be32(inner.p + inner.pos + 8) + LOG_OVERHEAD
+    _parse(inner.p + inner.pos, size, m)   # checked by open_inner
+    inner.pos += size
+    offset[0] = m.offset + inner.base
+    timestamp[0] = inner.wrapper_timestamp if inner.wrapper_time else m.timestamp
+    return True
+
+
+cdef bint crc_matches(const LegacyMessage *m) noexcept nogil:
+    """Whether a message's CRC-32 field matches its bytes."""
+    return _crc32(m.start + CRC_START, m.size - CRC_START) == m.crc
 
 
 cdef int check_crc(object entry) except -1:
@@ -388,7 +448,11 @@ cdef object make_legacy_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t s
     b.size = size
     b._max_decompressed_size = max_decompressed_size
     b._validate_crc = validate_crc
-    _parse(b._p, size, &b._m, position)
+    cdef _InnerScan scan
+    cdef int found = _parse(b._p, size, &scan.m)
+    if found != FOUND_OK:
+        _raise_for(found, &scan, position)
+    b._m = scan.m
     if validate_crc:
         b._ensure_valid()
     return b

@@ -27,10 +27,12 @@ from kcodec._columns import (
     COLUMN_GROUPS,
     decode_chunk,
     decode_first_part,
+    entry_totals,
     gather_views,
     join_parts,
     pooled_empty,
     release_spare_buffers,
+    split_entries,
     views_length,
 )
 from kcodec._legacy import LegacyBatch
@@ -110,23 +112,6 @@ def select_batches(entries: Iterable[Entry], *, include_control: bool = False,
         yield entry
 
 
-def _split(entries: Sequence[Entry], parts: int) -> list[list[Entry]]:
-    """Contiguous groups of about equal record counts."""
-    if parts <= 1:
-        return [list(entries)] if entries else []
-    weights = [max(e.record_count if isinstance(e, RecordBatch) else 1, 1) for e in entries]
-    target = sum(weights) / max(parts, 1)
-    groups: list[list[Entry]] = [[]]
-    load = 0.0
-    for entry, weight in zip(entries, weights):
-        if load >= target and len(groups) < parts:
-            groups.append([])
-            load = 0.0
-        groups[-1].append(entry)
-        load += weight
-    return [g for g in groups if g]
-
-
 def _decode_groups(groups: Sequence[Sequence[Entry]], want: int, threads: int,
                    options: dict[str, Any], finish: Callable[[dict[str, Any]], Any]) -> list[Any]:
     """Each group decoded (and ``finish``-ed, on the same thread) by one of ``threads``."""
@@ -181,7 +166,7 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
                                          timestamps, include_control, aborted_transactions,
                                          validate_crc, strict, max_decompressed_size,
                                          allow_magic3)
-    groups = _split(entries, threads) or [[]]
+    groups = split_entries(entries, threads) or [[]]
     if len(groups) == 1:
         return decode_chunk(groups[0], want, **options)
     if _join_in_place(entries):
@@ -210,18 +195,16 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
 GATHER_FROM_RECORD_BYTES = 256
 
 
-def _join_in_place(entries: Sequence[Entry]) -> bool:
+def _join_in_place(entries: list[Entry]) -> bool:
     """Whether threads' parts are best joined in place (the first decoded into the joined
     columns, the others appended) rather than decoded as views and gathered: when most of
-    the bytes are compressed batches (whose values are best copied out of each decompressed
-    block while it is in cache), or the uncompressed records are small."""
-    compressed = sum(e.size for e in entries if e.compression_id)
-    total = sum(e.size for e in entries)
-    if 2 * compressed > total:
+    the bytes are entries whose values are copied anyway (compressed batches, best copied
+    out of each decompressed block while it is in cache, and legacy entries), or the
+    uncompressed batches' records are small."""
+    _, copied, total, plain_records = entry_totals(entries)
+    if 2 * copied > total:
         return True
-    records = sum(e.record_count if isinstance(e, RecordBatch) else 1 for e in entries
-                  if not e.compression_id)
-    return total - compressed < GATHER_FROM_RECORD_BYTES * records
+    return total - copied < GATHER_FROM_RECORD_BYTES * plain_records
 
 
 _BINARY_COLUMNS = ("key", "value")
@@ -310,8 +293,8 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
                               f"not {pa.__version__}")
     options["views"] = binary_view
     options["arrow"] = True
-    total = sum(e.record_count if isinstance(e, RecordBatch) else 1 for e in entries)
-    chunks = _split(entries, max(1, -(-total // max(chunk_records, 1)), threads))
+    total = entry_totals(entries)[0]
+    chunks = split_entries(entries, max(1, -(-total // max(chunk_records, 1)), threads))
     for start in range(0, len(chunks), max(threads, 1)):
         # the Arrow arrays are assembled by the decoding threads too
         yield from _decode_groups(chunks[start:start + max(threads, 1)], want, threads,

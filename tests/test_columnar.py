@@ -367,6 +367,11 @@ def assert_same_columns(got: dict[str, Any], expected: dict[str, Any]) -> None:
         assert np.array_equal(got[name], expected[name]), name
 
 
+# with a legacy message of each magic, and a compressed batch
+MOSTLY_UNCOMPRESSED = [(2, "none"), (1, "none"), (2, "none"), (2, "lz4"), (2, "none"),
+                       (0, "none"), (2, "none"), (2, "none")]
+
+
 @pytest.mark.parametrize("threads", [2, 3, 8])
 @pytest.mark.parametrize("columns", [None, ["value"], ["key", "offset"], ["offset"]])
 @pytest.mark.parametrize("compressed, small", [(False, False), (False, True), (True, False)])
@@ -374,9 +379,9 @@ def test_threads_join_to_the_columns_of_one(threads: int, columns: list[str] | N
                                             compressed: bool, small: bool,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Parts decoded by several threads give exactly the arrays one thread gives: mostly
-    uncompressed input of records that are not small as views copied once into the joined
-    columns; mostly compressed input, or small records, with the first part decoded into
-    them and the others appended."""
+    uncompressed v2 batches of records that are not small as views copied once into the
+    joined columns; mostly compressed input, or small records, with the first part decoded
+    into them and the others appended."""
     from kcodec import columnar
     from kcodec._columns import join_parts
     joined = []
@@ -388,7 +393,8 @@ def test_threads_join_to_the_columns_of_one(threads: int, columns: list[str] | N
     monkeypatch.setattr(columnar, "join_parts", counted_join)
     # the log's records are small: gathered only when no record counts as small
     monkeypatch.setattr(columnar, "GATHER_FROM_RECORD_BYTES", 1000 if small else 0)
-    log = mixed_log([kind for kind in MIXED if kind[1] != "none"] if compressed else MIXED)
+    log = mixed_log([kind for kind in MIXED if kind[1] != "none"] if compressed
+                    else MOSTLY_UNCOMPRESSED)
     options: dict[str, Any] = {"include_headers": True, "metadata": True, "columns": columns}
     assert_same_columns(kcodec.decode_columns(log, threads=threads, **options),
                         kcodec.decode_columns(log, **options))
@@ -408,12 +414,44 @@ def test_threads_join_parts_with_and_without_views(monkeypatch: pytest.MonkeyPat
             raise OverflowError("binary views reach 2 GiB")
         return decode_chunk(group, want, **options)
 
-    log = mixed_log()
+    log = mixed_log(MOSTLY_UNCOMPRESSED)
     expected = kcodec.decode_columns(log, include_headers=True)
     monkeypatch.setattr(columnar, "GATHER_FROM_RECORD_BYTES", 0)   # its records are small
     monkeypatch.setattr(columnar, "decode_chunk", views_for_all_parts_but_the_first)
     assert_same_columns(kcodec.decode_columns(log, include_headers=True, threads=4), expected)
     assert parts.count(False) == 1 and parts.count(True) >= 3
+
+
+LEGACY = [(1, "none"), (0, "gzip"), (1, "lz4"), (0, "none"), (1, "snappy"), (0, "lz4"),
+          (1, "gzip"), (0, "snappy"), (1, "none")]
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_threads_decode_legacy_entries_as_one(threads: int,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain legacy messages (decoded in runs) and wrappers (their inner messages walked
+    without the GIL) split among threads give what one thread gives, in every layout;
+    their values are copied even as views, so decode_columns joins the parts in place."""
+    from kcodec import columnar
+    from kcodec._columns import join_parts
+    joined = []
+
+    def counted_join(*args: Any) -> Any:
+        joined.append(True)
+        return join_parts(*args)
+
+    monkeypatch.setattr(columnar, "join_parts", counted_join)
+    monkeypatch.setattr(columnar, "GATHER_FROM_RECORD_BYTES", 0)   # as if records were large
+    log = mixed_log(LEGACY)
+    options: dict[str, Any] = {"include_headers": True, "metadata": True}
+    assert_same_columns(kcodec.decode_columns(log, threads=threads, **options),
+                        kcodec.decode_columns(log, **options))
+    assert joined == [True]
+    expected = rows(log)
+    assert arrow_rows(kcodec.decode_arrow(log, threads=threads, include_headers=True)) == expected
+    assert arrow_rows(views(log, threads=threads, include_headers=True)) == expected
+    assert arrow_rows(kcodec.decode_arrow(log, threads=threads, include_headers=True,
+                                          offsets=(45, 200))) == expected[45:200]
 
 
 def test_gathering_refuses_views_outside_their_buffers() -> None:

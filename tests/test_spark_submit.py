@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +33,9 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     command = ["bash", str(EXAMPLE / "pack.sh"), str(out)]
     if os.environ.get("KCODEC_WHEEL"):
         command.append(os.environ["KCODEC_WHEEL"])
-    subprocess.run(command, check=True, capture_output=True, timeout=900)
+    # packed with the Python running the tests, whether or not its environment is active
+    subprocess.run(command, check=True, capture_output=True, timeout=900,
+                   env={**os.environ, "PYTHON": sys.executable})
     yield out / "kcodec-env.tar.gz"
 
 
