@@ -3,7 +3,7 @@ from typing import final
 
 from typing_extensions import Buffer
 
-from kcodec._legacy import LegacyBatch
+from kcodec._legacy import LegacyBatch, LegacyRun
 from kcodec._record import Record
 from kcodec.constants import Compression, TimestampType
 
@@ -98,3 +98,10 @@ def read_batches(
     max_decompressed_size: int | None = None,
     allow_magic3: bool = False,
 ) -> BatchReader: ...
+def read_entries_for_columns(
+    data: Buffer,
+    *,
+    strict: bool = False,
+    max_decompressed_size: int | None = None,
+    allow_magic3: bool = False,
+) -> Iterator[RecordBatch | LegacyBatch | LegacyRun]: ...

@@ -20,7 +20,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from kcodec._crc32c cimport crc32c_update
-from kcodec._legacy cimport make_legacy_batch
+from kcodec._legacy cimport LegacyRun, frame_plain_run, make_legacy_batch
 from kcodec._record cimport InputBuffer, Record
 from kcodec._scratch cimport ScratchBuffer
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_HEADERS_FIRST,
@@ -472,6 +472,7 @@ cdef class BatchReader:
     cdef Py_ssize_t _max_batch_size
     cdef Py_ssize_t _max_decompressed_size
     cdef bint _allow_magic3
+    cdef bint _plain_runs   # stretches of plain legacy messages as LegacyRun objects
     cdef readonly Py_ssize_t trailing_bytes
 
     def __iter__(self):
@@ -505,6 +506,13 @@ cdef class BatchReader:
             raise CorruptRecordError(f"Invalid magic found in record: {magic}", position=position)
         if remaining < size:
             raise StopIteration
+        cdef LegacyRun run
+        if magic < 2 and self._plain_runs:
+            run = frame_plain_run(self._buf, position, self._max_batch_size)
+            if run is not None:
+                self._pos += run.size
+                self.trailing_bytes = self._buf.size - self._pos
+                return run
         if magic < 2:
             legacy = make_legacy_batch(self._buf, position, size, self._max_decompressed_size,
                                        self._validate_crc)
@@ -542,4 +550,15 @@ def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_s
     reader._strict = strict
     reader._max_batch_size = -1 if max_batch_size is None else max_batch_size
     reader._max_decompressed_size = -1 if max_decompressed_size is None else max_decompressed_size
+    return reader
+
+
+def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=None,
+                             bint allow_magic3=False):
+    """read_batches without CRC checks (the columnar decoder checks them), but with each
+    stretch of plain legacy messages as one LegacyRun (up to 1024 messages, parsed into an
+    array) instead of a LegacyBatch each: framing them costs no Python object a message."""
+    reader = read_batches(data, validate_crc=False, strict=strict,
+                          max_decompressed_size=max_decompressed_size, allow_magic3=allow_magic3)
+    (<BatchReader>reader)._plain_runs = True
     return reader

@@ -8,7 +8,7 @@ v2 record region with the GIL released, so several threads can decode at once.
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport INT32_MAX, INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint32_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY,
@@ -21,8 +21,8 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_gather_views)
 from kcodec._layout cimport (ATTR_CODEC, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES)
-from kcodec._legacy cimport (InnerMessages, LegacyMessage, check_crc, crc_matches, next_inner,
-                             open_inner, shallow_message)
+from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc, crc_matches,
+                             next_inner, open_inner, raise_crc_mismatch, shallow_message)
 from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_release_spares
 from kcodec._frames cimport (BlockHook, lz4_frame_with_hook, snappy_with_hook,
@@ -722,38 +722,10 @@ cdef inline void _legacy_info(kc_batch_info *info, const LegacyMessage *entry) n
     info.values_in_place = False
 
 
-@cython.final
-cdef class _LegacyRun:
-    """Plain legacy messages (each a log entry of its own) queued to be decoded together
-    without the GIL: one GIL release for a run instead of one per message."""
-    cdef LegacyMessage *messages
-    cdef Py_ssize_t n, cap
-    cdef list entries
-
-    def __cinit__(self):
-        self.entries = []
-
-    def __dealloc__(self):
-        free(self.messages)
-
-    cdef int add(self, object entry) except -1:
-        cdef LegacyMessage *grown
-        if self.n == self.cap:
-            grown = <LegacyMessage *>realloc(self.messages,
-                                             (self.cap * 2 + 64) * sizeof(LegacyMessage))
-            if grown == NULL:
-                raise MemoryError()
-            self.messages = grown
-            self.cap = self.cap * 2 + 64
-        self.messages[self.n] = shallow_message(entry)[0]
-        self.n += 1
-        self.entries.append(entry)
-        return 0
-
-
-cdef int _flush_legacy(_Chunk chunk, _LegacyRun run, bint validate_crc,
-                       const kc_batch_info *ranges) except -1:
-    """Append the queued plain legacy messages, CRCs checked first when ``validate_crc``."""
+cdef int _append_run(_Chunk chunk, LegacyRun run, bint validate_crc,
+                     const kc_batch_info *ranges) except -1:
+    """Append the plain legacy messages of ``run``, each CRC checked first when
+    ``validate_crc``, in one pass without the GIL."""
     cdef Py_ssize_t i, failed = -1
     cdef int status = KC_OK
     cdef kc_batch_info info = ranges[0]
@@ -773,12 +745,17 @@ cdef int _flush_legacy(_Chunk chunk, _LegacyRun run, bint validate_crc,
             if status != KC_OK:
                 failed = i
                 break
-    entries = run.entries
-    run.n = 0
-    run.entries = []
     if status == CRC_MISMATCH:
-        check_crc(entries[failed])
+        raise_crc_mismatch(&run.messages[failed])
     return _raise_append(status)
+
+
+cdef int _flush_queued(_Chunk chunk, LegacyRun queued, bint validate_crc,
+                       const kc_batch_info *ranges) except -1:
+    """Append the plain LegacyBatch entries queued in ``queued``, and empty it."""
+    _append_run(chunk, queued, validate_crc, ranges)
+    queued.clear()
+    return 0
 
 
 cdef int _append_wrapper(_Chunk chunk, object entry, bint validate_crc,
@@ -807,8 +784,8 @@ cdef int _append_wrapper(_Chunk chunk, object entry, bint validate_crc,
 
 def split_entries(list entries, Py_ssize_t parts):
     """Contiguous groups of ``entries`` (at most ``parts``) of about equal record counts,
-    a legacy entry counted as one record (legacy entries, which may be many, are weighed
-    without Python calls)."""
+    a LegacyBatch counted as one record (a wrapper's count is unknown until it is
+    decompressed)."""
     cdef Py_ssize_t n = len(entries), i, total = 0, load = 0
     if parts <= 1 or n == 0:
         return [list(entries)] if n else []
@@ -816,6 +793,8 @@ def split_entries(list entries, Py_ssize_t parts):
     for i in range(n):
         if type(entries[i]) is RecordBatch:
             weights[i] = max(<Py_ssize_t>entries[i].record_count, 1)
+        elif type(entries[i]) is LegacyRun:
+            weights[i] = (<LegacyRun>entries[i]).n
         total += weights[i]
     cdef double target = <double>total / parts
     groups = [[]]
@@ -832,7 +811,7 @@ def entry_totals(list entries):
     """(records, bytes of copied entries, bytes of all entries, records of the other
     entries) of ``entries``. Copied entries are those whose values binary views cannot
     point into: compressed batches, and legacy entries (their values are copied even as
-    views). A legacy entry counts as one record (a wrapper's count is unknown until it is
+    views). A LegacyBatch counts as one record (a wrapper's count is unknown until it is
     decompressed)."""
     cdef Py_ssize_t records = 0, copied = 0, total = 0, plain_records = 0, count, size
     for entry in entries:
@@ -842,6 +821,9 @@ def entry_totals(list entries):
                 plain_records += count
             else:
                 copied += size
+        elif type(entry) is LegacyRun:
+            count, size = (<LegacyRun>entry).n, (<LegacyRun>entry).size
+            copied += size
         else:
             count, size = 1, shallow_message(entry).size
             copied += size
@@ -911,6 +893,9 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                 region_bytes += section
             else:
                 most_bytes = GUESS_PAST_UNCOMPRESSED
+        elif type(entry) is LegacyRun:   # keys and values within its bytes
+            records += (<LegacyRun>entry).n
+            region_bytes += (<LegacyRun>entry).size
         else:
             records += 1
             most_bytes = GUESS_PAST_UNCOMPRESSED
@@ -931,13 +916,13 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     offsets = (max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX))
     timestamps = (max(timestamps[0], INT64_MIN), min(timestamps[1], INT64_MAX))
     cdef _Run run = _Run(len(entries))
-    cdef _LegacyRun legacy = _LegacyRun()
+    cdef LegacyRun queued = LegacyRun.__new__(LegacyRun)   # plain LegacyBatch entries
     cdef kc_batch_info ranges   # the offset and timestamp ranges, for legacy entries
     ranges.offset_lo, ranges.offset_hi = offsets
     ranges.timestamp_lo, ranges.timestamp_hi = timestamps
     for entry in entries:
         if type(entry) is RecordBatch:
-            _flush_legacy(chunk, legacy, validate_crc, &ranges)
+            _flush_queued(chunk, queued, validate_crc, &ranges)
             if (entry.compression_id in (2, 3, 4) and entry.magic == 2
                     and entry.record_count > 0):
                 _flush(chunk, run)
@@ -948,15 +933,19 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                       max_decompressed_size, sources)
             if entry.compression_id or entry.header_size != 61:  # own buffers, or magic 3
                 _flush(chunk, run)
+        elif type(entry) is LegacyRun:
+            _flush(chunk, run)
+            _flush_queued(chunk, queued, validate_crc, &ranges)
+            _append_run(chunk, entry, validate_crc, &ranges)
         else:
             _flush(chunk, run)
             if shallow_message(entry).attributes & ATTR_CODEC:
-                _flush_legacy(chunk, legacy, validate_crc, &ranges)
+                _flush_queued(chunk, queued, validate_crc, &ranges)
                 _append_wrapper(chunk, entry, validate_crc, &ranges)
             else:
-                legacy.add(entry)
+                queued.add(entry)
     _flush(chunk, run)
-    _flush_legacy(chunk, legacy, validate_crc, &ranges)
+    _flush_queued(chunk, queued, validate_crc, &ranges)
     if room_for is not None:
         return chunk
     out = _arrays(chunk)

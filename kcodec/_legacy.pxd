@@ -7,6 +7,7 @@ from kcodec._scratch cimport ScratchBuffer
 cdef struct LegacyMessage:
     const uint8_t *start        # the log entry: its offset field
     Py_ssize_t size             # the log entry's bytes, offset and size fields included
+    Py_ssize_t position         # a log entry's position in its input (0 for inner messages)
     int64_t offset
     uint32_t crc
     int magic
@@ -28,6 +29,21 @@ cdef struct InnerMessages:
     bint wrapper_time           # LogAppendTime: every record has the wrapper's timestamp
     int64_t wrapper_timestamp
 
+# Plain (uncompressed) legacy messages, in input order, parsed into one array: a stretch
+# of them framed without a Python object each (frame_plain_run), or plain LegacyBatch
+# entries queued by the columnar decoder (add).
+cdef class LegacyRun:
+    cdef LegacyMessage *messages
+    cdef Py_ssize_t n, cap
+    cdef readonly Py_ssize_t size   # the bytes of the messages' log entries
+    cdef list owners                # what keeps the messages' bytes alive
+    cdef int _grow(self) noexcept nogil
+    cdef int add(self, object entry) except -1
+    cdef void clear(self) noexcept
+
+
+cdef LegacyRun frame_plain_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_entry_size)
+cdef int raise_crc_mismatch(const LegacyMessage *m) except -1
 cdef object make_legacy_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t size,
                               Py_ssize_t max_decompressed_size, bint validate_crc)
 cdef const LegacyMessage *shallow_message(object entry) except NULL

@@ -10,6 +10,7 @@ check.crcs does).
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdlib cimport free, realloc
 
 from kcodec._crc32c cimport crc32_update
 from kcodec._layout cimport ATTR_CODEC, ATTR_LOG_APPEND_TIME
@@ -53,6 +54,7 @@ cdef int _parse(const uint8_t *p, Py_ssize_t size, LegacyMessage *m) noexcept no
     included): FOUND_OK or what is wrong with it."""
     m.start = p
     m.size = size
+    m.position = 0
     m.offset = <int64_t>kc_get_be64(p)
     m.crc = kc_get_be32(p + 12)
     m.magic = <signed char>p[16]
@@ -323,11 +325,8 @@ cdef class LegacyBatch:
         self._ensure_valid()
 
     cdef int _ensure_valid(self) except -1:
-        cdef uint32_t computed = _crc32(self._p + CRC_START, self.size - CRC_START)
-        if computed != self._m.crc:
-            raise ChecksumError(
-                f"Record is corrupt (stored crc = {self._m.crc}, computed crc = {computed})",
-                position=self.position, stored=self._m.crc, computed=computed)
+        if not crc_matches(&self._m):
+            raise_crc_mismatch(&self._m)
         return 0
 
     def __iter__(self):
@@ -429,6 +428,13 @@ cdef bint crc_matches(const LegacyMessage *m) noexcept nogil:
     return _crc32(m.start + CRC_START, m.size - CRC_START) == m.crc
 
 
+cdef int raise_crc_mismatch(const LegacyMessage *m) except -1:
+    """Raise ChecksumError for log entry ``m``, whose CRC-32 does not match."""
+    cdef uint32_t computed = _crc32(m.start + CRC_START, m.size - CRC_START)
+    raise ChecksumError(f"Record is corrupt (stored crc = {m.crc}, computed crc = {computed})",
+                        position=m.position, stored=m.crc, computed=computed)
+
+
 cdef int check_crc(object entry) except -1:
     """Raise ChecksumError unless ``entry``'s (a LegacyBatch) own CRC-32 matches."""
     return (<LegacyBatch?>entry)._ensure_valid()
@@ -453,6 +459,97 @@ cdef object make_legacy_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t s
     if found != FOUND_OK:
         _raise_for(found, &scan, position)
     b._m = scan.m
+    b._m.position = position
     if validate_crc:
         b._ensure_valid()
     return b
+
+
+cdef enum:
+    RUN_MESSAGES = 1024   # at most in one LegacyRun framed from the input
+
+
+@cython.final
+@cython.no_gc   # holds buffers and entries, which hold no runs
+cdef class LegacyRun:
+    """Plain legacy messages, in input order, parsed into one array (see _legacy.pxd)."""
+
+    def __cinit__(self):
+        self.owners = []
+
+    def __dealloc__(self):
+        free(self.messages)
+
+    def __init__(self):
+        raise TypeError("LegacyRun objects come from kcodec's columnar framing")
+
+    @property
+    def count(self):
+        """The messages it holds."""
+        return self.n
+
+    cdef int _grow(self) noexcept nogil:
+        cdef Py_ssize_t cap = self.cap * 2 + 64
+        cdef LegacyMessage *grown = <LegacyMessage *>realloc(self.messages,
+                                                             cap * sizeof(LegacyMessage))
+        if grown == NULL:
+            return -1
+        self.messages, self.cap = grown, cap
+        return 0
+
+    cdef int add(self, object entry) except -1:
+        """Queue ``entry``, a plain LegacyBatch."""
+        if self.n == self.cap and self._grow() < 0:
+            raise MemoryError()
+        self.messages[self.n] = shallow_message(entry)[0]
+        self.n += 1
+        self.size += self.messages[self.n - 1].size
+        self.owners.append(entry)
+        return 0
+
+    cdef void clear(self) noexcept:
+        self.n = self.size = 0
+        self.owners = []
+
+    def __repr__(self):
+        return f"LegacyRun(count={self.n}, size={self.size})"
+
+
+cdef LegacyRun frame_plain_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_entry_size):
+    """The plain legacy messages from ``position`` on (at most RUN_MESSAGES), framed and
+    parsed as read_batches frames and parses a LegacyBatch; None when the entry there is
+    no such message (a batch, a wrapper, or an entry read_batches stops at or rejects,
+    left for it to read)."""
+    cdef LegacyRun run = LegacyRun.__new__(LegacyRun)
+    cdef Py_ssize_t pos = position, remaining, size
+    cdef int32_t size_field
+    cdef const uint8_t *p
+    cdef LegacyMessage m
+    cdef bint no_memory = False
+    with nogil:
+        while run.n < RUN_MESSAGES:
+            p = buf.data + pos
+            remaining = buf.size - pos
+            if remaining < LOG_OVERHEAD:
+                break
+            size_field = <int32_t>kc_get_be32(p + 8)
+            size = <Py_ssize_t>size_field + LOG_OVERHEAD
+            if (size_field < V0_OVERHEAD or remaining < size or
+                    0 <= max_entry_size < size or (p[16] != 0 and p[16] != 1)):
+                break
+            if _parse(p, size, &m) != FOUND_OK or m.attributes & ATTR_CODEC:
+                break
+            if run.n == run.cap and run._grow() < 0:
+                no_memory = True
+                break
+            m.position = pos
+            run.messages[run.n] = m
+            run.n += 1
+            pos += size
+    if no_memory:
+        raise MemoryError()
+    if run.n == 0:
+        return None
+    run.size = pos - position
+    run.owners.append(buf)
+    return run

@@ -18,11 +18,11 @@ compression, producer_id, producer_epoch, sequence, is_transactional, is_control
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
-from kcodec._batch import RecordBatch, read_batches
+from kcodec._batch import RecordBatch, read_entries_for_columns
 from kcodec._columns import (
     COLUMN_GROUPS,
     decode_chunk,
@@ -35,7 +35,7 @@ from kcodec._columns import (
     split_entries,
     views_length,
 )
-from kcodec._legacy import LegacyBatch
+from kcodec._legacy import LegacyBatch, LegacyRun
 from kcodec._workers import run_all
 from kcodec.arrow_batch import record_batch
 from kcodec.constants import ControlType
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 
 Entry = RecordBatch | LegacyBatch
+# what the decoder reads: entries, and stretches of plain legacy messages framed as one
+Framed = Entry | LegacyRun
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 SPARK_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
@@ -66,15 +68,31 @@ def _want(columns: Iterable[str]) -> int:
     return mask
 
 
+@overload
 def select_batches(entries: Iterable[Entry], *, include_control: bool = False,
                    aborted_transactions: Sequence[tuple[int, int]] | None = None,
                    offsets: tuple[int, int] = (INT64_MIN, INT64_MAX),
-                   timestamps: tuple[int, int] = (INT64_MIN, INT64_MAX)) -> Iterator[Entry]:
+                   timestamps: tuple[int, int] = (INT64_MIN, INT64_MAX)) -> Iterator[Entry]: ...
+
+
+@overload
+def select_batches(entries: Iterable[Framed], *, include_control: bool = False,
+                   aborted_transactions: Sequence[tuple[int, int]] | None = None,
+                   offsets: tuple[int, int] = (INT64_MIN, INT64_MAX),
+                   timestamps: tuple[int, int] = (INT64_MIN, INT64_MAX)) -> Iterator[Framed]: ...
+
+
+def select_batches(entries: Iterable[Framed], *, include_control: bool = False,
+                   aborted_transactions: Sequence[tuple[int, int]] | None = None,
+                   offsets: tuple[int, int] = (INT64_MIN, INT64_MAX),
+                   timestamps: tuple[int, int] = (INT64_MIN, INT64_MAX)) -> Iterator[Framed]:
     """The batches a consumer would read records from, as Kafka's fetcher picks them.
 
     ``aborted_transactions`` is a fetch response's list of ``(producer_id, first_offset)``:
     given it, transactional batches of aborted transactions are skipped (read_committed).
     Batches wholly outside ``offsets`` ([lo, hi)) or ``timestamps`` are skipped too.
+    A LegacyRun (a stretch of plain legacy messages) passes: its messages are filtered
+    one by one as they are decoded.
     """
     pending = sorted(aborted_transactions or [], key=lambda t: t[1])
     aborted_producers: set[int] = set()
@@ -82,6 +100,9 @@ def select_batches(entries: Iterable[Entry], *, include_control: bool = False,
     earliest = timestamps[0]
     bounded = lo > INT64_MIN or hi < INT64_MAX or earliest > INT64_MIN
     for entry in entries:
+        if type(entry) is LegacyRun:
+            yield entry
+            continue
         if type(entry) is LegacyBatch:
             # a message's offset is its own; a wrapper's records end at its offset but may
             # start anywhere before it, so only its records are filtered. max_timestamp: a
@@ -112,10 +133,10 @@ def select_batches(entries: Iterable[Entry], *, include_control: bool = False,
         yield entry
 
 
-def _decode_groups(groups: Sequence[Sequence[Entry]], want: int, threads: int,
+def _decode_groups(groups: Sequence[Sequence[Framed]], want: int, threads: int,
                    options: dict[str, Any], finish: Callable[[dict[str, Any]], Any]) -> list[Any]:
     """Each group decoded (and ``finish``-ed, on the same thread) by one of ``threads``."""
-    def work(group: Sequence[Entry]) -> Any:
+    def work(group: Sequence[Framed]) -> Any:
         return finish(decode_chunk(group, want, **options))
     return run_all(work, groups, threads)
 
@@ -125,7 +146,7 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
              timestamps: tuple[int, int] | None, include_control: bool,
              aborted_transactions: Sequence[tuple[int, int]] | None, validate_crc: bool,
              strict: bool, max_decompressed_size: int | None, allow_magic3: bool = False
-             ) -> tuple[list[Entry], list[str], int, dict[str, Any]]:
+             ) -> tuple[list[Framed], list[str], int, dict[str, Any]]:
     names = list(columns) if columns is not None else [
         *SPARK_COLUMNS, *(["headers"] if include_headers else []),
         *(BATCH_COLUMNS if metadata else [])]
@@ -133,8 +154,9 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
     offsets = offsets or (INT64_MIN, INT64_MAX)
     timestamps = timestamps or (INT64_MIN, INT64_MAX)
     # CRCs are checked by the decoding threads, in parallel
-    reader = read_batches(data, validate_crc=False, strict=strict,
-                          max_decompressed_size=max_decompressed_size, allow_magic3=allow_magic3)
+    reader = read_entries_for_columns(data, strict=strict,
+                                      max_decompressed_size=max_decompressed_size,
+                                      allow_magic3=allow_magic3)
     entries = list(select_batches(reader, include_control=include_control,
                                   aborted_transactions=aborted_transactions,
                                   offsets=offsets, timestamps=timestamps))
@@ -178,7 +200,7 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
         first, *rest = run_all(decode_part, range(len(groups)), threads)
         return join_parts(first, rest, threads)
 
-    def decode_as_views(group: Sequence[Entry]) -> dict[str, Any]:
+    def decode_as_views(group: Sequence[Framed]) -> dict[str, Any]:
         # values of uncompressed batches lie in the input: decoded as views, each is
         # copied once, from there into the joined column
         try:
@@ -195,7 +217,7 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
 GATHER_FROM_RECORD_BYTES = 256
 
 
-def _join_in_place(entries: list[Entry]) -> bool:
+def _join_in_place(entries: list[Framed]) -> bool:
     """Whether threads' parts are best joined in place (the first decoded into the joined
     columns, the others appended) rather than decoded as views and gathered: when most of
     the bytes are entries whose values are copied anyway (compressed batches, best copied

@@ -233,6 +233,56 @@ def test_legacy_inner_crcs_checked_in_the_decoding_pass() -> None:
         kcodec.decode_columns(outer)
 
 
+def test_plain_legacy_runs_fail_where_read_batches_does() -> None:
+    """Plain legacy messages framed as runs (no object each) raise what read_batches
+    raises, at the same positions, and stop at a partial last message as it does."""
+    builder = kcodec.BatchBuilder(magic=1)
+    for i in range(50):
+        builder.append(b"value %d" % i, key=b"k%d" % i, timestamp=TS + i)
+    data = builder.build()
+    entries = list(kcodec.read_batches(data))
+
+    def error_of(decode: Any, data: bytes) -> tuple[type, str, int | None]:
+        with pytest.raises(KcodecError) as caught:
+            decode(data)
+        return type(caught.value), str(caught.value), caught.value.position
+
+    bad_crc = bytearray(data)
+    bad_crc[entries[37].position + entries[37].size - 1] ^= 1
+    expected = error_of(lambda d: list(kcodec.read_batches(d)), bytes(bad_crc))
+    assert expected[0] is kcodec.errors.ChecksumError and expected[2] == entries[37].position
+    assert error_of(kcodec.decode_columns, bytes(bad_crc)) == expected
+    assert kcodec.decode_columns(bytes(bad_crc), validate_crc=False)["count"] == 50
+    key_past_end = bytearray(data)
+    at = entries[20].position + 12 + 4 + 1 + 1 + 8   # its key length
+    key_past_end[at:at + 4] = (1000).to_bytes(4, "big")
+    expected = error_of(lambda d: list(kcodec.read_batches(d, validate_crc=False)),
+                        bytes(key_past_end))
+    assert expected[0] is kcodec.errors.CorruptRecordError and expected[2] == entries[20].position
+    assert error_of(kcodec.decode_columns, bytes(key_past_end)) == expected
+    assert kcodec.decode_columns(data[:-5])["offset"].tolist() == list(range(49))
+
+
+def test_long_stretches_of_plain_legacy_messages() -> None:
+    """Stretches of plain messages longer than one run (1024 messages) around a wrapper,
+    decoded whole, by threads, and within ranges."""
+    log = mixed_log([(1, "none")] * 50 + [(0, "lz4")] + [(0, "none")] * 40)
+    from kcodec._batch import read_entries_for_columns
+    from kcodec._legacy import LegacyRun
+    runs = [e.count for e in read_entries_for_columns(log) if type(e) is LegacyRun]
+    assert runs == [1024, 476, 1024, 176]
+    expected = rows(log)
+    assert len(expected) == 91 * 30
+    for threads in (1, 2, 3):
+        assert column_rows(kcodec.decode_columns(log, threads=threads,
+                                                 include_headers=True)) == expected
+        assert arrow_rows(kcodec.decode_arrow(log, threads=threads, include_headers=True,
+                                              offsets=(1000, 1700))) == expected[1000:1700]
+    chunks = list(kcodec.iter_arrow(log, chunk_records=1000, include_headers=True))
+    assert len(chunks) == 3   # runs are split among chunks whole, as batches are
+    assert sum((arrow_rows(c) for c in chunks), []) == expected
+
+
 def test_arrow_schema_is_sparks() -> None:
     import pyarrow as pa
     table = kcodec.decode_arrow(VECTORS["v2_one"], topic="events", partition=4,
