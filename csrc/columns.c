@@ -549,7 +549,8 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
                                         const uint8_t *p, const uint8_t *end, int32_t count,
                                         const uint8_t **err_at, const int has_attributes,
                                         const int meta_only, const int narrow,
-                                        const int arrow_time)
+                                        const int arrow_time, const int whole_only,
+                                        int32_t *decoded)
 {
     if (reserve_records(c, (size_t)count) < 0)
         return KC_ERR_MEMORY;
@@ -582,9 +583,16 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
     int64_t prefetched = 0, prefetch_due = 0;
     int64_t kept = 0;
     int status = KC_OK;
-    for (int32_t i = 0; i < count; i++) {
+    int32_t i;
+    for (i = 0; i < count; i++) {
         kc_record r;
         const uint8_t *start = p;
+        if (whole_only) {   /* stop before a record that is not whole (or is malformed) */
+            int32_t length;
+            int n = kc_read_varint(p, end, &length, 0);
+            if (n <= 0 || length < 4 || length > end - p - n)
+                break;
+        }
         if (prefetched < prefetch_len) {
             prefetch_due = prefetch_len - prefetch_due > prefetch_step
                                ? prefetch_due + prefetch_step : prefetch_len;
@@ -629,7 +637,10 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
             put_offset_at(&header_offsets_at, c->n_headers, narrow);
         }
     }
-    if (p != end) {
+    if (whole_only) {
+        *err_at = p;
+        *decoded = i;
+    } else if (p != end) {
         *err_at = p;
         status = KC_ERR_RECORD_SIZE;
     }
@@ -659,6 +670,29 @@ done:
  * and attributes). */
 #define KC_MIN_RECORD_BYTES 5
 
+/* The loop for batch b's kind of records and the columns' layout (each a specialised copy,
+ * the flags being constants): whole_only as for kc_decode_whole_records. */
+static KC_ALWAYS_INLINE int decode_any(kc_columns *c, const kc_batch_info *b, const uint8_t *p,
+                                       const uint8_t *end, int32_t count, const uint8_t **err_at,
+                                       const int whole_only, int32_t *decoded)
+{
+    const int narrow = (c->want & KC_COL_NARROW) != 0;
+    const int arrow_time = (c->want & KC_COL_ARROW_TIME) != 0;
+    if (b->meta_only)
+        return decode_loop(c, b, p, end, count, err_at, b->has_attributes, 1, narrow,
+                           arrow_time, whole_only, decoded);
+    if (!b->has_attributes)
+        return decode_loop(c, b, p, end, count, err_at, 0, 0, narrow, arrow_time, whole_only,
+                           decoded);
+    /* ordinary records into numpy's layout or Arrow's: the loops that matter most */
+    if (!narrow && !arrow_time)
+        return decode_loop(c, b, p, end, count, err_at, 1, 0, 0, 0, whole_only, decoded);
+    if (narrow && arrow_time)
+        return decode_loop(c, b, p, end, count, err_at, 1, 0, 1, 1, whole_only, decoded);
+    return decode_loop(c, b, p, end, count, err_at, 1, 0, narrow, arrow_time, whole_only,
+                       decoded);
+}
+
 int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
                       int32_t count, const uint8_t **err_at)
 {
@@ -670,35 +704,22 @@ int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, c
         *err_at = end;
         return KC_ERR_EOF;
     }
-    const int narrow = (c->want & KC_COL_NARROW) != 0;
-    const int arrow_time = (c->want & KC_COL_ARROW_TIME) != 0;
-    if (b->meta_only)
-        return decode_loop(c, b, p, end, count, err_at, b->has_attributes, 1, narrow,
-                           arrow_time);
-    if (!b->has_attributes)
-        return decode_loop(c, b, p, end, count, err_at, 0, 0, narrow, arrow_time);
-    /* ordinary records into numpy's layout or Arrow's: the loops that matter most */
-    if (!narrow && !arrow_time)
-        return decode_loop(c, b, p, end, count, err_at, 1, 0, 0, 0);
-    if (narrow && arrow_time)
-        return decode_loop(c, b, p, end, count, err_at, 1, 0, 1, 1);
-    return decode_loop(c, b, p, end, count, err_at, 1, 0, narrow, arrow_time);
+    return decode_any(c, b, p, end, count, err_at, 0, NULL);
 }
 
-int32_t kc_complete_records(const uint8_t *p, const uint8_t *end, int32_t max,
-                            const uint8_t **boundary)
+int kc_decode_whole_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p,
+                            const uint8_t *end, int32_t max, const uint8_t **boundary,
+                            int32_t *decoded)
 {
-    int32_t found = 0;
-    while (found < max) {
-        int32_t length;
-        int n = kc_read_varint(p, end, &length, 0);
-        if (n <= 0 || length < 4 || length > end - p - n)
-            break;
-        p += n + length;
-        found++;
-    }
+    /* no more records are reserved for than the bytes can hold */
+    int64_t fit = (end - p) / KC_MIN_RECORD_BYTES;
     *boundary = p;
-    return found;
+    *decoded = 0;
+    if (max > fit)
+        max = (int32_t)fit;
+    if (max <= 0)
+        return KC_OK;
+    return decode_any(c, b, p, end, max, boundary, 1, decoded);
 }
 
 int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,

@@ -120,12 +120,14 @@ void kc_columns_free(kc_columns *c);
 int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
                       int32_t count, const uint8_t **err_at);
 
-/* How many records (at most `max`) lie whole in [p, end), judged by their length prefixes
- * alone, and where the last of them ends (*boundary). Stops early at a length prefix that
- * is malformed or states under 4 bytes (left to kc_decode_records to judge, over all the
- * records). Lets a batch be decoded block by block as it is decompressed. */
-int32_t kc_complete_records(const uint8_t *p, const uint8_t *end, int32_t max,
-                            const uint8_t **boundary);
+/* Decodes as kc_decode_records does the records (at most `max`) that lie whole in
+ * [p, end), judged by their length prefixes, and stops before the first that does not (or
+ * whose length prefix is malformed or states under 4 bytes, left to kc_decode_records to
+ * judge): *decoded records, ending at *boundary. Lets a batch be decoded block by block as
+ * it is decompressed. */
+int kc_decode_whole_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p,
+                            const uint8_t *end, int32_t max, const uint8_t **boundary,
+                            int32_t *decoded);
 
 /* Appends one record given field by field (legacy records, decoded by the row reader).
  * KC_ERR_MEMORY when a buffer cannot grow; KC_ERR_VIEW_RANGE when, with views, data

@@ -17,7 +17,7 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              KC_ERR_VIEW_RANGE, KC_OK, KC_VIEW_SIZE,
                              kc_append_record, kc_batch_info, kc_buf, kc_buf_reserve,
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
-                             kc_complete_records, kc_decode_records, kc_gather,
+                             kc_decode_records, kc_decode_whole_records, kc_gather,
                              kc_gather_views)
 from kcodec._layout cimport (ATTR_CODEC, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES)
@@ -584,19 +584,18 @@ cdef Py_ssize_t _decode_whole_records(void *context, uint8_t *data,
     give back the bytes decoded when they need not be kept, the buffer has grown past
     DROP_FROM, and moving the rest is cheap (in place: always, past the values)."""
     cdef _BlockByBlock *run = <_BlockByBlock *>context
-    cdef const uint8_t *start = data + run.decoded
     cdef const uint8_t *boundary
-    cdef const uint8_t *err_at
-    cdef int32_t found = kc_complete_records(start, data + length, run.remaining, &boundary)
+    cdef int32_t found
     cdef Py_ssize_t done
-    if found == 0:
-        return 0
     run.info.view_base = data   # views are offsets into the records, wherever they now lie
     if run.in_place:            # the sink may have grown (and moved) since the last block
         run.c.value_data.data = data
         run.c.value_data.cap = run.sink.capacity
-    if kc_decode_records(run.c, run.info, start, boundary, found, &err_at) != KC_OK:
+    if kc_decode_whole_records(run.c, run.info, data + run.decoded, data + length,
+                               run.remaining, &boundary, &found) != KC_OK:
         return -1
+    if found == 0:
+        return 0
     run.remaining -= found
     done = boundary - data
     if run.in_place:

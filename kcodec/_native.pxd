@@ -163,8 +163,9 @@ cdef extern from "columns.h" nogil:
     void kc_columns_free(kc_columns *c)
     int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p,
                           const uint8_t *end, int32_t count, const uint8_t **err_at)
-    int32_t kc_complete_records(const uint8_t *p, const uint8_t *end, int32_t max,
-                                const uint8_t **boundary)
+    int kc_decode_whole_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p,
+                                const uint8_t *end, int32_t max, const uint8_t **boundary,
+                                int32_t *decoded)
     int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
                          const uint8_t *key, int64_t key_len, const uint8_t *value,
                          int64_t value_len, int32_t sequence)
