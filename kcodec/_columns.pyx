@@ -62,6 +62,8 @@ cdef size_t _spare_cap[SPARES]
 cdef int _n_spares = 0
 cdef size_t _spare_bytes = 0
 cdef double _per_record[N_COLUMNS]  # items each column took per record in the last chunk
+# with views, the bytes of keys and of values copied into buffer 0 (legacy ones) per record
+cdef double _copied_per_record[2]
 
 
 cdef void _remove_spare(int i) noexcept:
@@ -243,7 +245,9 @@ cdef void _remember_sizes(kc_columns *c, size_t records) noexcept:
         return
     _buffers(c, bufs)
     for i in range(N_COLUMNS):
-        if bufs[i].len and not (c.want & KC_COL_VIEWS and _is_data(i)):
+        if c.want & KC_COL_VIEWS and _is_data(i):
+            _copied_per_record[i == VALUE_DATA] = <double>bufs[i].len / records
+        elif bufs[i].len:
             _per_record[i] = <double>(bufs[i].len / _item_size(c, i)) / records
 
 
@@ -880,6 +884,8 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     if kc_columns_init(&chunk.c, want) < 0:
         raise MemoryError()
     cdef size_t records = 0, key_bytes, value_bytes, region_bytes = 0, most_bytes = 0
+    cdef size_t legacy_keys = 0, legacy_values = 0   # of LegacyRuns, copied even as views
+    cdef bint wrappers = False                        # LegacyBatch entries
     cdef Py_ssize_t section
     for entry in entries if room_for is None else room_for:
         if type(entry) is RecordBatch:
@@ -895,18 +901,29 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
         elif type(entry) is LegacyRun:   # keys and values within its bytes
             records += (<LegacyRun>entry).n
             region_bytes += (<LegacyRun>entry).size
+            legacy_keys += (<LegacyRun>entry).key_bytes
+            legacy_values += (<LegacyRun>entry).value_bytes
         else:
             records += 1
             most_bytes = GUESS_PAST_UNCOMPRESSED
+            wrappers = True
     chunk.planned = records
     _adopt_spares(&chunk.c, records)
     # keys and values: as many bytes per record as last time, or at first (values) the
     # uncompressed records' size; they grow as needed. The guess is bounded by what the
     # uncompressed records can hold (and a little more for the others), lest a chunk of a
     # few huge values make the next one reserve as much for each of its records.
-    key_bytes = value_bytes = 0
     most_bytes += region_bytes
-    if not views:
+    if views:   # only legacy keys and values are copied, into buffer 0
+        key_bytes, value_bytes = legacy_keys, legacy_values
+        if wrappers:   # their records' sizes are unknown until decompressed
+            key_bytes = max(key_bytes, <size_t>min(_copied_per_record[0] * records,
+                                                   <double>most_bytes))
+            value_bytes = max(value_bytes, <size_t>min(_copied_per_record[1] * records,
+                                                       <double>most_bytes))
+        _adopt(&chunk.c.key_data, key_bytes if want & KC_COL_KEY else 0)
+        _adopt(&chunk.c.value_data, value_bytes if want & KC_COL_VALUE else 0)
+    else:
         key_bytes = <size_t>min(_per_record[KEY_DATA] * records, <double>most_bytes)
         value_bytes = (<size_t>min(_per_record[VALUE_DATA] * records, <double>most_bytes)
                        or region_bytes)

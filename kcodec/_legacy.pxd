@@ -36,8 +36,10 @@ cdef class LegacyRun:
     cdef LegacyMessage *messages
     cdef Py_ssize_t n, cap
     cdef readonly Py_ssize_t size   # the bytes of the messages' log entries
+    cdef Py_ssize_t key_bytes, value_bytes   # of their keys and of their values
     cdef list owners                # what keeps the messages' bytes alive
     cdef int _grow(self) noexcept nogil
+    cdef void _count(self, const LegacyMessage *m) noexcept nogil
     cdef int add(self, object entry) except -1
     cdef void clear(self) noexcept
 

@@ -501,14 +501,19 @@ cdef class LegacyRun:
         """Queue ``entry``, a plain LegacyBatch."""
         if self.n == self.cap and self._grow() < 0:
             raise MemoryError()
-        self.messages[self.n] = shallow_message(entry)[0]
-        self.n += 1
-        self.size += self.messages[self.n - 1].size
+        self._count(shallow_message(entry))
         self.owners.append(entry)
         return 0
 
+    cdef void _count(self, const LegacyMessage *m) noexcept nogil:
+        self.messages[self.n] = m[0]
+        self.n += 1
+        self.size += m.size
+        self.key_bytes += max(m.key_len, 0)
+        self.value_bytes += max(m.value_len, 0)
+
     cdef void clear(self) noexcept:
-        self.n = self.size = 0
+        self.n = self.size = self.key_bytes = self.value_bytes = 0
         self.owners = []
 
     def __repr__(self):
@@ -543,13 +548,11 @@ cdef LegacyRun frame_plain_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t 
                 no_memory = True
                 break
             m.position = pos
-            run.messages[run.n] = m
-            run.n += 1
+            run._count(&m)
             pos += size
     if no_memory:
         raise MemoryError()
     if run.n == 0:
         return None
-    run.size = pos - position
     run.owners.append(buf)
     return run
