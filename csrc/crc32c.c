@@ -129,7 +129,10 @@ static int cpu_has_sse42(void)
 /* (constant for L, constant for H) of a fold by 2048, 512, 384, 256 and 128 bits, for
  * one polynomial */
 enum { FOLD_2048, FOLD_512, FOLD_384, FOLD_256, FOLD_128, N_FOLDS };
-typedef struct { uint64_t k[N_FOLDS][2]; } kc_fold_constants;
+typedef struct {
+    uint64_t k[N_FOLDS][2];
+    uint64_t low_into_high;   /* x^63 mod P: a lane's low half L, as L x^64, into its high half */
+} kc_fold_constants;
 static kc_fold_constants folds_c, folds_ieee;
 
 /* x^e mod P with the coefficient of x^j at bit 63-j; `poly` is P without x^32, in
@@ -152,9 +155,10 @@ static void build_fold_constants(kc_fold_constants *f, uint32_t poly)
         f->k[i][0] = reflected_power(bits[i] + 63, poly);
         f->k[i][1] = reflected_power(bits[i] - 1, poly);
     }
+    f->low_into_high = reflected_power(63, poly);
 }
 
-#define KC_PCLMUL_TARGET __attribute__((target("pclmul")))
+#define KC_PCLMUL_TARGET __attribute__((target("pclmul,ssse3")))
 
 KC_PCLMUL_TARGET
 static inline __m128i fold_constant(const kc_fold_constants *f, int which)
@@ -241,17 +245,56 @@ static uint32_t raw_vpclmul(uint32_t reg, const uint8_t *p, size_t n)
 }
 
 /* ---- x86-64: the IEEE CRC-32 by carry-less multiplication -------------------
- * The same folds with the IEEE polynomial's constants; the folded 16 bytes are finished
- * with the table, as there is no instruction for this CRC. With PCLMULQDQ alone (nearly
+ * The same folds with the IEEE polynomial's constants. As there is no instruction for
+ * this CRC, the last bytes are folded into the lane too, which is then reduced to 8 bytes
+ * by two more products and finished by one step of the table. With PCLMULQDQ alone (nearly
  * every x86-64 CPU) four 128-bit lanes fold 64 bytes a step; with VPCLMULQDQ, buffers of
  * 256 bytes or more fold as CRC-32C's do. */
 #define KC_PCLMUL_MIN 32u          /* shorter buffers go to the table */
 
-static uint32_t finish_ieee(__m128i lane)
+/* pshufb masks, loaded from byte n: from shift_masks + n, a lane's first n bytes moved to
+ * its end; from shift_masks + 16 + n, its other bytes moved to its start. keep_last + n
+ * keeps a vector's last n bytes. */
+static const uint8_t shift_masks[48] = {
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80};
+static const uint8_t keep_last[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+/* The lane with its low half L, taken as L x^64, folded into its high half: congruent,
+ * and of degree under 96 (then, done twice, under 64: the high half alone). */
+KC_PCLMUL_TARGET
+static inline __m128i fold_low_into_high(__m128i lane, const kc_fold_constants *f)
 {
-    uint8_t folded[16];
-    _mm_storeu_si128((__m128i *)folded, lane);
-    return raw_sliced(table_ieee, 0, folded, 16);
+    __m128i moved = _mm_clmulepi64_si128(lane, _mm_cvtsi64_si128((long long)f->low_into_high),
+                                         0x00);
+    return _mm_xor_si128(moved, _mm_unpackhi_epi64(_mm_setzero_si128(), lane));
+}
+
+/* The CRC from the folded lane and the n (< 16) bytes left at p, which follow at least
+ * 16 bytes of the same buffer. The lane is moved on by n bytes, its first n folded over
+ * what follows (as a 16-byte step folds a whole lane) with the n bytes in its last n;
+ * then reduced to its high 8 bytes, whose CRC the table gives in one step. */
+KC_PCLMUL_TARGET
+static uint32_t finish_ieee(__m128i lane, const uint8_t *p, size_t n,
+                            const kc_fold_constants *f)
+{
+    if (n) {
+        __m128i last = _mm_loadu_si128((const __m128i *)(p + n - 16));
+        __m128i over = _mm_shuffle_epi8(lane, _mm_loadu_si128((const __m128i *)(shift_masks + n)));
+        __m128i kept = _mm_shuffle_epi8(lane,
+                                        _mm_loadu_si128((const __m128i *)(shift_masks + 16 + n)));
+        kept = _mm_or_si128(kept, _mm_and_si128(last, _mm_loadu_si128((const __m128i *)
+                                                                      (keep_last + n))));
+        lane = _mm_xor_si128(kept, fold128(over, fold_constant(f, FOLD_128)));
+    }
+    lane = fold_low_into_high(fold_low_into_high(lane, f), f);
+    uint8_t high[8];
+    _mm_storel_epi64((__m128i *)high, _mm_unpackhi_epi64(lane, lane));
+    return raw_sliced(table_ieee, 0, high, 8);
 }
 
 KC_PCLMUL_TARGET
@@ -281,7 +324,7 @@ static uint32_t raw_pclmul_ieee(uint32_t reg, const uint8_t *p, size_t n)
     const __m128i k128 = fold_constant(f, FOLD_128);
     for (; n >= 16; p += 16, n -= 16)
         lane = _mm_xor_si128(fold128(lane, k128), _mm_loadu_si128((const __m128i *)p));
-    return raw_sliced(table_ieee, finish_ieee(lane), p, n);
+    return finish_ieee(lane, p, n, f);
 }
 
 KC_VPCLMUL_TARGET
@@ -290,7 +333,7 @@ static uint32_t raw_vpclmul_ieee(uint32_t reg, const uint8_t *p, size_t n)
     if (n < KC_VPCLMUL_MIN)
         return raw_pclmul_ieee(reg, p, n);
     __m128i lane = fold_wide(reg, &p, &n, &folds_ieee);
-    return raw_sliced(table_ieee, finish_ieee(lane), p, n);
+    return finish_ieee(lane, p, n, &folds_ieee);
 }
 
 static int cpu_has_pclmul(void)

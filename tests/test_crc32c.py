@@ -150,6 +150,26 @@ def test_ieee_continuation(a: bytes, b: bytes) -> None:
     assert kcodec.crc32(b, kcodec.crc32(a)) == kcodec.crc32(a + b) == zlib.crc32(a + b)
 
 
+@pytest.mark.parametrize("backend", ["portable", *ARCH_BACKENDS])
+def test_ieee_crc32_every_length_and_tail(backend: str) -> None:
+    """Every length up to 600 bytes at four alignments (each remainder of 16 and of 64
+    bytes, folded with the last lane or left to the table) against zlib."""
+    script = ("import sys, zlib, random, kcodec\n"
+              "rng = random.Random(5)\n"
+              "for size in range(600):\n"
+              "    data = rng.randbytes(size + 3)\n"
+              "    for misalign in range(4):\n"
+              "        view = data[misalign:misalign + size]\n"
+              "        if kcodec.crc32(view, 99) != zlib.crc32(view, 99):\n"
+              "            sys.exit(f'{size} {misalign}')\n")
+    proc = subprocess.run([sys.executable, "-c", script],
+                          env=dict(os.environ, KCODEC_CRC32C=backend), capture_output=True,
+                          text=True, cwd=os.path.dirname(__file__))
+    if proc.returncode and "not a CRC-32C backend this CPU and build have" in proc.stderr:
+        pytest.skip(f"no {backend} here")
+    assert proc.returncode == 0, proc.stderr
+
+
 @pytest.mark.parametrize("size", [0, 1, 9, 1000, 100_003])
 def test_ieee_crc32_matches_zlib(size: int) -> None:
     data = os.urandom(size)
