@@ -250,7 +250,7 @@ static uint32_t raw_vpclmul(uint32_t reg, const uint8_t *p, size_t n)
  * by two more products and finished by one step of the table. With PCLMULQDQ alone (nearly
  * every x86-64 CPU) four 128-bit lanes fold 64 bytes a step; with VPCLMULQDQ, buffers of
  * 256 bytes or more fold as CRC-32C's do. */
-#define KC_PCLMUL_MIN 32u          /* shorter buffers go to the table */
+#define KC_PCLMUL_MIN 16u          /* shorter buffers go to the table */
 
 /* pshufb masks, loaded from byte n: from shift_masks + n, a lane's first n bytes moved to
  * its end; from shift_masks + 16 + n, its other bytes moved to its start. keep_last + n

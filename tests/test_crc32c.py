@@ -101,7 +101,7 @@ for size in map(int, sys.argv[2:]):
 
 # around every boundary of the backends: 8-byte words, 16-byte and 64-byte folds, the
 # 256 bytes a fold step takes, the CRC instruction's 768-byte and 24 KiB lane chunks, and
-# the IEEE CRC-32's 32-byte start of folding and its 64-byte steps
+# the IEEE CRC-32's 16-byte start of folding and its 64-byte steps
 BOUNDARY_SIZES = [0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 79, 80, 127, 128,
                   129, 143, 255, 256, 257, 271, 272, 319, 320, 511,
                   512, 513, 767, 768, 769, 1023, 1024, 1025, 2047, 2048, 2049, 2303, 2304,
