@@ -38,6 +38,14 @@ static inline uint32_t kc_shift(const kc_shift_op *op, uint32_t reg)
            op->t[2][(reg >> 16) & 0xff] ^ op->t[3][reg >> 24];
 }
 
+/* The register after the 8 bytes of `word` (little-endian), in one step of the tables. */
+static inline uint32_t sliced8(const kc_tables t, uint32_t reg, uint64_t word)
+{
+    uint32_t lo = reg ^ (uint32_t)word, hi = (uint32_t)(word >> 32);
+    return t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
+           t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+}
+
 static uint32_t raw_sliced(const kc_tables t, uint32_t reg, const uint8_t *p, size_t n)
 {
     while (n > 0 && ((uintptr_t)p & 7) != 0) {
@@ -45,12 +53,7 @@ static uint32_t raw_sliced(const kc_tables t, uint32_t reg, const uint8_t *p, si
         n--;
     }
     while (n >= 8) {
-        uint32_t lo = reg ^ kc_load_le32(p);
-        uint32_t hi = kc_load_le32(p + 4);
-        reg = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^
-              t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
-              t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
-              t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+        reg = sliced8(t, reg, kc_load_le64(p));
         p += 8;
         n -= 8;
     }
@@ -292,9 +295,7 @@ static uint32_t finish_ieee(__m128i lane, const uint8_t *p, size_t n,
         lane = _mm_xor_si128(kept, fold128(over, fold_constant(f, FOLD_128)));
     }
     lane = fold_low_into_high(fold_low_into_high(lane, f), f);
-    uint8_t high[8];
-    _mm_storel_epi64((__m128i *)high, _mm_unpackhi_epi64(lane, lane));
-    return raw_sliced(table_ieee, 0, high, 8);
+    return sliced8(table_ieee, 0, (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(lane, lane)));
 }
 
 KC_PCLMUL_TARGET

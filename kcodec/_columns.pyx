@@ -733,6 +733,7 @@ cdef int _append_run(_Chunk chunk, LegacyRun run, bint validate_crc,
     cdef int status = KC_OK
     cdef kc_batch_info info = ranges[0]
     cdef const LegacyMessage *m
+    cdef int magic = -1, attributes = -1   # of the message info was last filled for
     if run.n == 0:
         return 0
     with nogil:
@@ -741,7 +742,9 @@ cdef int _append_run(_Chunk chunk, LegacyRun run, bint validate_crc,
             if validate_crc and not crc_matches(m):
                 status = CRC_MISMATCH
             else:
-                _legacy_info(&info, m)
+                if m.magic != magic or m.attributes != attributes:
+                    _legacy_info(&info, m)
+                    magic, attributes = m.magic, m.attributes
                 status = kc_append_record(&chunk.c, &info, m.offset, m.timestamp, m.key,
                                           m.key_len if m.key != NULL else 0, m.value,
                                           m.value_len if m.value != NULL else 0, -1)

@@ -143,7 +143,7 @@ cdef int _scan_inner(const uint8_t *p, Py_ssize_t n, bint validate_crc,
         if scan.m.attributes & ATTR_CODEC:
             return INNER_COMPRESSED
         if validate_crc:
-            scan.computed = _crc32(p + pos + CRC_START, size - CRC_START)
+            scan.computed = _message_crc(&scan.m)
             if scan.computed != scan.m.crc:
                 return INNER_CRC
         scan.last_offset = scan.m.offset
@@ -156,8 +156,9 @@ cdef inline object _bytes_or_none(const uint8_t *p, int32_t n):
     return None if p == NULL else PyBytes_FromStringAndSize(<const char *>p, n)
 
 
-cdef inline uint32_t _crc32(const uint8_t *p, Py_ssize_t n) noexcept nogil:
-    return crc32_update(0, p, <size_t>n)
+cdef inline uint32_t _message_crc(const LegacyMessage *m) noexcept nogil:
+    """The CRC-32 of a message's bytes [16, end), as its ``crc`` field should hold."""
+    return crc32_update(0, m.start + CRC_START, <size_t>(m.size - CRC_START))
 
 
 cdef Record _record(const LegacyMessage *m, int64_t offset, int64_t timestamp):
@@ -182,7 +183,6 @@ cdef class LegacyBatch:
     Fields that only magic 2 has read as Kafka reports them for legacy data (-1, False).
     """
     cdef InputBuffer _buf
-    cdef const uint8_t *_p
     cdef LegacyMessage _m
     cdef Py_ssize_t _max_decompressed_size
     cdef bint _validate_crc
@@ -316,7 +316,7 @@ cdef class LegacyBatch:
 
     def compute_crc(self):
         """The CRC-32 of bytes [16, end), as the ``crc`` field should hold."""
-        return _crc32(self._p + CRC_START, self.size - CRC_START)
+        return _message_crc(&self._m)
 
     def is_valid(self):
         return self.compute_crc() == self._m.crc
@@ -425,12 +425,12 @@ cdef bint next_inner(InnerMessages *inner, LegacyMessage *m, int64_t *offset,
 
 cdef bint crc_matches(const LegacyMessage *m) noexcept nogil:
     """Whether a message's CRC-32 field matches its bytes."""
-    return _crc32(m.start + CRC_START, m.size - CRC_START) == m.crc
+    return _message_crc(m) == m.crc
 
 
 cdef int raise_crc_mismatch(const LegacyMessage *m) except -1:
     """Raise ChecksumError for log entry ``m``, whose CRC-32 does not match."""
-    cdef uint32_t computed = _crc32(m.start + CRC_START, m.size - CRC_START)
+    cdef uint32_t computed = _message_crc(m)
     raise ChecksumError(f"Record is corrupt (stored crc = {m.crc}, computed crc = {computed})",
                         position=m.position, stored=m.crc, computed=computed)
 
@@ -449,13 +449,12 @@ cdef object make_legacy_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t s
                               Py_ssize_t max_decompressed_size, bint validate_crc):
     cdef LegacyBatch b = LegacyBatch.__new__(LegacyBatch)
     b._buf = buf
-    b._p = buf.data + position
     b.position = position
     b.size = size
     b._max_decompressed_size = max_decompressed_size
     b._validate_crc = validate_crc
     cdef _InnerScan scan
-    cdef int found = _parse(b._p, size, &scan.m)
+    cdef int found = _parse(buf.data + position, size, &scan.m)
     if found != FOUND_OK:
         _raise_for(found, &scan, position)
     b._m = scan.m
@@ -539,8 +538,7 @@ cdef LegacyRun frame_plain_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t 
                 break
             size_field = <int32_t>kc_get_be32(p + 8)
             size = <Py_ssize_t>size_field + LOG_OVERHEAD
-            if (size_field < V0_OVERHEAD or remaining < size or
-                    0 <= max_entry_size < size or (p[16] != 0 and p[16] != 1)):
+            if size_field < V0_OVERHEAD or remaining < size or 0 <= max_entry_size < size:
                 break
             if _parse(p, size, &m) != FOUND_OK or m.attributes & ATTR_CODEC:
                 break
