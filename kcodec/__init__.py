@@ -25,6 +25,7 @@ from kcodec.columnar import decode_arrow, decode_columns, iter_arrow
 from kcodec.config import ProducerConfig, TopicConfig
 from kcodec.constants import Compression, ControlType, TimestampType
 from kcodec.convert import ConversionReport, LossyConversionWarning, convert
+from kcodec.export import ExportSummary, export_segments
 from kcodec.protocols import Batch
 from kcodec.validator import ValidationResult, validate
 
@@ -37,6 +38,7 @@ __all__ = [
     "Compression",
     "ControlType",
     "ConversionReport",
+    "ExportSummary",
     "LegacyBatch",
     "LossyConversionWarning",
     "ProducerConfig",
@@ -60,6 +62,7 @@ __all__ = [
     "empty_batch",
     "encode_varint",
     "encode_varlong",
+    "export_segments",
     "errors",
     "iter_arrow",
     "plugins",

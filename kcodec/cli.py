@@ -15,6 +15,8 @@ import kcodec
 from kcodec import ControlType
 from kcodec.dump import batch_json, codec_name, dump_index_lines, dump_log_lines
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
 
 def sample_events(count: int, start_ms: int) -> list[tuple[bytes, bytes, int, list[tuple[str, bytes]]]]:
     """JSON-like click events with keys and a trace header, as a producer would send them."""
@@ -289,6 +291,29 @@ def convert_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def export_command(args: argparse.Namespace) -> int:
+    """Write the records of segments, partitions or log directories to one Parquet or Arrow
+    IPC file, as a consumer reads them (control records out; --read-committed leaves out
+    aborted transactions). Needs pyarrow (the arrow extra)."""
+    try:
+        from kcodec.export import export_segments
+    except ImportError as exc:
+        print(f"kcodec export needs pyarrow: pip install 'kcodec[arrow]' ({exc})",
+              file=sys.stderr)
+        return 2
+    summary = export_segments(
+        args.sources, args.output, format=args.format,
+        compression=None if args.compression == "none" else args.compression,
+        include_headers=args.headers, metadata=args.metadata,
+        offsets=(args.start_offset, args.end_offset),
+        timestamps=(args.start_timestamp, args.end_timestamp),
+        include_control=args.include_control, read_committed=args.read_committed,
+        threads=args.threads)
+    print(f"{summary.path}: {summary.records} records from {summary.segments} segments, "
+          f"{summary.format}, {summary.bytes} bytes")
+    return 0
+
+
 def gen(args: argparse.Namespace) -> int:
     """Write sample partitions: JSON-like events in several codecs, keys, headers, transactions."""
     from kcodec.segments import split_entries, write_partition
@@ -387,6 +412,31 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="with --compression pluggable: the plugin's name")
     convert_parser.add_argument("--allow-loss", action="store_true",
                                 help="drop what the target magic cannot hold")
+
+    export_parser = command("export", export_command,
+                            "write records to a Parquet or Arrow IPC file")
+    export_parser.add_argument("sources", nargs="+",
+                               help=".log files, partition or log directories")
+    export_parser.add_argument("-o", "--output", required=True,
+                               help="the file to write (.parquet or .arrow)")
+    export_parser.add_argument("--format", choices=("parquet", "arrow"), default=None,
+                               help="default: from the output's suffix")
+    export_parser.add_argument("--compression", default="zstd",
+                               help="the file's codec, or none (default: zstd)")
+    export_parser.add_argument("--headers", action="store_true", help="add the headers column")
+    export_parser.add_argument("--metadata", action="store_true",
+                               help="add the batch-level columns (magic, producer id, ...)")
+    export_parser.add_argument("--start-offset", type=int, default=INT64_MIN)
+    export_parser.add_argument("--end-offset", type=int, default=INT64_MAX,
+                               help="first offset left out")
+    export_parser.add_argument("--start-timestamp", type=int, default=INT64_MIN,
+                               help="ms; batches wholly before it are skipped")
+    export_parser.add_argument("--end-timestamp", type=int, default=INT64_MAX)
+    export_parser.add_argument("--include-control", action="store_true",
+                               help="keep control records (transaction markers)")
+    export_parser.add_argument("--read-committed", action="store_true",
+                               help="leave out aborted transactions (from .txnindex files)")
+    export_parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
 
     gen_parser = command("gen", gen, "write sample partitions")
     gen_parser.add_argument("destination")

@@ -1,4 +1,5 @@
-"""Kafka log segments on disk: partition directories, ``.log``, ``.index``, ``.timeindex``.
+"""Kafka log segments on disk: partition directories, ``.log``, ``.index``, ``.timeindex``,
+``.txnindex``.
 
 Logs are read through a memory map (nothing is read into memory whole); indexes are read
 as Kafka reads them, stopping at the zero-filled tail of a preallocated active index
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kcodec._atomic import fsync_directory
 from kcodec._batch import BatchReader, RecordBatch, read_batches
 from kcodec._legacy import LegacyBatch
 
@@ -29,6 +31,8 @@ Entry = RecordBatch | LegacyBatch
 SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 RENAMED_SUFFIX = re.compile(r"\.[0-9a-f]{32}-(delete|future|stray)$")
+#: A .txnindex entry: version, producer id, first offset, last offset, last stable offset.
+TXN_ENTRY = struct.Struct(">hqqqq")
 #: Kafka's defaults: index.interval.bytes, segment.bytes.
 INDEX_INTERVAL_BYTES = 4096
 SEGMENT_BYTES = 1 << 30
@@ -48,6 +52,17 @@ class TimeIndexEntry:
 
     timestamp: int
     offset: int
+
+
+@dataclasses.dataclass(frozen=True)
+class AbortedTransaction:
+    """A transaction index entry: a producer's aborted transaction, from its first offset
+    to its last (the ABORT marker's), and the log's last stable offset when it ended."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
 
 
 def read_offset_index(path: str | os.PathLike[str], base_offset: int) -> list[IndexEntry]:
@@ -74,13 +89,37 @@ def read_time_index(path: str | os.PathLike[str], base_offset: int) -> list[Time
     return entries
 
 
+def read_transaction_index(path: str | os.PathLike[str]) -> list[AbortedTransaction]:
+    """The entries of a ``.txnindex`` file (34 bytes each; a partial last one, from a
+    write cut short, is left out)."""
+    data = Path(path).read_bytes()
+    entries = []
+    for at in range(0, len(data) - len(data) % TXN_ENTRY.size, TXN_ENTRY.size):
+        _, producer_id, first, last, last_stable = TXN_ENTRY.unpack_from(data, at)
+        entries.append(AbortedTransaction(producer_id, first, last, last_stable))
+    return entries
+
+
+def aborted_transactions(directory: str | os.PathLike[str]) -> list[AbortedTransaction]:
+    """Every aborted transaction a partition directory's ``.txnindex`` files list, by first
+    offset: what a read_committed consumer does not see."""
+    found = [entry for path in sorted(Path(directory).glob("*.txnindex"))
+             for entry in read_transaction_index(path)]
+    return sorted(found, key=lambda entry: entry.first_offset)
+
+
+def base_offset_of(log_path: str | os.PathLike[str]) -> int:
+    """A segment's base offset, from its name (``<20 digits>.log``; 0 for other names)."""
+    match = SEGMENT_NAME.match(Path(log_path).name)
+    return int(match.group(1)) if match else 0
+
+
 class Segment:
     """One ``<base offset>.log`` with its indexes. Use as a context manager (or close())."""
 
     def __init__(self, log_path: str | os.PathLike[str]) -> None:
         self.path = Path(log_path)
-        match = SEGMENT_NAME.match(self.path.name)
-        self.base_offset = int(match.group(1)) if match else 0
+        self.base_offset = base_offset_of(self.path)
         self._file = open(self.path, "rb")
         size = os.fstat(self._file.fileno()).st_size
         self._map: mmap.mmap | None = (mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
@@ -198,6 +237,10 @@ class Partition:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def aborted_transactions(self) -> list[AbortedTransaction]:
+        """See :func:`aborted_transactions`."""
+        return aborted_transactions(self.path)
+
     def batches(self, start_offset: int | None = None, **options: Any) -> Iterator[Entry]:
         for i, segment in enumerate(self.segments):
             following = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
@@ -213,6 +256,21 @@ def open_path(path: str | os.PathLike[str]) -> Partition | Segment:
     """A partition directory or a single ``.log`` file."""
     p = Path(path)
     return Partition(p) if p.is_dir() else Segment(p)
+
+
+def segment_files(root: str | os.PathLike[str]) -> list[tuple[Path, list[Path]]]:
+    """(partition directory, its segments in offset order) for a ``.log`` file, or for every
+    directory holding segments at or below ``root``."""
+    top = Path(root)
+    if top.is_file():
+        return [(top.parent, [top])]
+    if not top.exists():
+        raise FileNotFoundError(f"no such file or directory: {top}")
+    found: dict[Path, list[Path]] = {}
+    for log in top.rglob("*.log"):
+        if SEGMENT_NAME.match(log.name):
+            found.setdefault(log.parent, []).append(log)
+    return [(directory, sorted(found[directory])) for directory in sorted(found)]
 
 
 def log_directories(path: str | os.PathLike[str]) -> list[Path]:
@@ -277,9 +335,9 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
             size += len(raw)
         if segment:
             _write_segment(staging, base or 0, segment, index_interval_bytes)
-        _fsync_directory(staging)
+        fsync_directory(staging)
         os.rename(staging, target)
-        _fsync_directory(target.parent)
+        fsync_directory(target.parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -297,21 +355,13 @@ def _write_segment(directory: Path, base_offset: int, batches: list[bytes], inte
             os.fsync(f.fileno())
 
 
-def _fsync_directory(directory: Path) -> None:
-    if hasattr(os, "O_DIRECTORY"):
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
     """The bytes of each batch or log entry in ``data``."""
     for entry in read_batches(data):
         yield bytes(entry.buffer)
 
 
-__all__ = ["IndexEntry", "Partition", "Segment", "TimeIndexEntry", "log_directories",
-           "open_path", "partition_of", "read_offset_index", "read_time_index",
-           "split_entries", "write_partition"]
+__all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
+           "aborted_transactions", "base_offset_of", "log_directories", "open_path",
+           "partition_of", "read_offset_index", "read_time_index", "read_transaction_index",
+           "segment_files", "split_entries", "write_partition"]

@@ -116,6 +116,18 @@ def test_ranges_prune_whole_segments(spark: Any, tmp_path: Path) -> None:
     assert 0 < len(plan([str(partition)], late)) < len(segments)
 
 
+def test_read_committed_uses_the_transaction_index(spark: Any, tmp_path: Path) -> None:
+    from .test_export import write_transactional_partition
+    partition = write_transactional_partition(tmp_path)
+
+    def values(isolation: str) -> list[bytes]:
+        frame = (spark.read.format("kafka-log").option("isolationLevel", isolation)
+                 .load(str(partition)))
+        return [bytes(r.value) for r in frame.orderBy("offset").collect()]
+    assert values("read_uncommitted") == [b"p1-a", b"p1-b", b"p2-a", b"p2-b", b"plain"]
+    assert values("read_committed") == [b"p1-a", b"p1-b", b"plain"]
+
+
 def test_large_segments_split_at_batch_boundaries(spark: Any, tmp_path: Path) -> None:
     partition = write_sample(tmp_path / "t-0")
     frame = (spark.read.format("kafka-log").option("maxBytesPerPartition", "2000")

@@ -10,7 +10,6 @@ Each partition is decoded by :func:`kcodec.iter_arrow` into Arrow record batches
 from __future__ import annotations
 
 import mmap
-import struct
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,14 @@ from pyspark.sql.types import StructType
 
 from kcodec.columnar import decode_arrow, iter_arrow
 from kcodec.errors import KcodecError
-from kcodec.segments import SEGMENT_NAME, partition_of, read_offset_index, read_time_index
+from kcodec.segments import (
+    aborted_transactions,
+    base_offset_of,
+    partition_of,
+    read_offset_index,
+    read_time_index,
+    segment_files,
+)
 
 SPARK_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
                 "timestamp timestamp, timestampType int")
@@ -33,7 +39,6 @@ MODES = ("FAILFAST", "PERMISSIVE", "DROPMALFORMED")
 # however small (measured on local mode), which 512 MiB of records (~3 s of a core)
 # amortises; a default 1 GiB Kafka segment still makes two tasks.
 DEFAULT_SPLIT_BYTES = 512 << 20
-TXN_ENTRY = struct.Struct(">hqqqq")   # version, producer id, first, last, last stable offset
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -103,27 +108,17 @@ def _flag(value: str | None) -> bool:
     return (value or "false").strip().lower() == "true"
 
 
-def _aborted_transactions(directory: Path) -> tuple[tuple[int, int, int], ...]:
-    """Every aborted transaction a partition's ``.txnindex`` files list."""
-    found = []
-    for path in sorted(directory.glob("*.txnindex")):
-        raw = path.read_bytes()
-        for at in range(0, len(raw) - len(raw) % TXN_ENTRY.size, TXN_ENTRY.size):
-            _, producer_id, first, last, _ = TXN_ENTRY.unpack_from(raw, at)
-            found.append((producer_id, first, last))
-    return tuple(found)
-
-
 def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
     """The input partitions for ``paths``, pruned by the offset and timestamp ranges."""
     slices: list[SegmentSlice] = []
     for root in paths:
-        for directory, logs in _segments_under(Path(root)):
+        for directory, logs in _segments_under(root):
             where = partition_of(directory)
             topic, partition = where if where else (directory.name, -1)
-            aborted = (_aborted_transactions(logs[0].parent)
-                       if options.read_committed and logs else ())
-            bases = [_base_offset(p) for p in logs]
+            aborted = (tuple((t.producer_id, t.first_offset, t.last_offset)
+                             for t in aborted_transactions(directory))
+                       if options.read_committed else ())
+            bases = [base_offset_of(p) for p in logs]
             for i, log in enumerate(logs):
                 following = bases[i + 1] if i + 1 < len(logs) else None
                 if following is not None and following <= options.offsets[0]:
@@ -137,23 +132,11 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
     return slices
 
 
-def _segments_under(root: Path) -> list[tuple[Path, list[Path]]]:
-    """(partition directory, its segments in offset order) for a ``.log`` file or every
-    directory holding segments at or below ``root``."""
-    if root.is_file():
-        return [(root.parent, [root])]
-    if not root.exists():
-        raise FileNotFoundError(f"kafka-log: no such file or directory: {root}")
-    found: dict[Path, list[Path]] = {}
-    for log in root.rglob("*.log"):
-        if SEGMENT_NAME.match(log.name):
-            found.setdefault(log.parent, []).append(log)
-    return [(directory, sorted(found[directory])) for directory in sorted(found)]
-
-
-def _base_offset(log: Path) -> int:
-    match = SEGMENT_NAME.match(log.name)
-    return int(match.group(1)) if match else 0
+def _segments_under(root: str) -> list[tuple[Path, list[Path]]]:
+    try:
+        return segment_files(root)
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"kafka-log: {exc}") from None
 
 
 def _before(log: Path, base_offset: int, timestamp: int) -> bool:

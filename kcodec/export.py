@@ -1,0 +1,146 @@
+"""Kafka log segments written out as one Parquet or Arrow IPC file.
+
+Rows are what :func:`kcodec.iter_arrow` gives (the columns of Spark's Kafka source, with
+headers and the batch-level columns on request), filtered as a consumer reads: control
+records out, and with ``read_committed`` the aborted transactions the partitions'
+``.txnindex`` files list. Segments are memory-mapped and decoded a chunk at a time, so a
+log of any size streams through bounded memory. The file is written beside its
+destination under a temporary name, fsynced and renamed into place: an export that fails
+leaves no file behind and whatever was at the destination untouched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from kcodec._atomic import atomic_file
+from kcodec.columnar import BATCH_COLUMNS, SPARK_COLUMNS, decode_arrow, iter_arrow
+from kcodec.errors import KcodecError
+from kcodec.segments import (
+    Segment,
+    aborted_transactions,
+    base_offset_of,
+    partition_of,
+    segment_files,
+)
+
+FORMATS = ("parquet", "arrow")
+SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow",
+            ".ipc": "arrow"}
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportSummary:
+    """What an export wrote."""
+
+    path: Path
+    format: str
+    segments: int
+    records: int
+    bytes: int
+
+
+def export_segments(sources: Iterable[str | os.PathLike[str]],
+                    destination: str | os.PathLike[str], *, format: str | None = None,
+                    compression: str | None = "zstd", include_headers: bool = False,
+                    metadata: bool = False, columns: Sequence[str] | None = None,
+                    offsets: tuple[int, int] | None = None,
+                    timestamps: tuple[int, int] | None = None, include_control: bool = False,
+                    read_committed: bool = False, threads: int = 1,
+                    chunk_records: int = 1 << 16) -> ExportSummary:
+    """Write the records of ``sources`` (``.log`` files, partition or log directories) to
+    ``destination`` as Parquet or an Arrow IPC file.
+
+    ``format`` is ``"parquet"`` or ``"arrow"`` (default: from the destination's suffix,
+    ``.parquet``/``.pq`` or ``.arrow``/``.feather``/``.ipc``); ``compression`` is the
+    file's own codec (Parquet: any pyarrow writes; Arrow IPC: ``"zstd"``, ``"lz4"`` or
+    None). ``columns``, ``include_headers``, ``metadata``, ``offsets`` ([lo, hi)),
+    ``timestamps``, ``include_control``, ``threads`` and ``chunk_records`` are
+    :func:`kcodec.iter_arrow`'s. A destination that is one of the segments read is refused.
+    """
+    import pyarrow as pa
+
+    target = Path(destination)
+    kind = _format_of(target, format)
+    partitions = [found for source in sources for found in segment_files(source)]
+    logs = [log for _, found in partitions for log in found]
+    if target.exists() and any(_same_file(target, log) for log in logs):
+        raise ValueError(f"{target} is one of the segments being read")
+    names = list(columns) if columns is not None else [
+        *SPARK_COLUMNS, *(["headers"] if include_headers else []),
+        *(BATCH_COLUMNS if metadata else [])]
+    schema = decode_arrow(b"", columns=names).schema
+    options: dict[str, Any] = {
+        "columns": names, "offsets": offsets, "timestamps": timestamps,
+        "include_control": include_control, "threads": threads,
+        "chunk_records": chunk_records}
+    records = 0
+    with atomic_file(target) as file:
+        writer = _open_writer(pa, kind, file, schema, compression)
+        try:
+            for directory, found in partitions:
+                for batch in _partition_batches(directory, found, read_committed, options):
+                    if batch.schema != schema:   # large_binary, for a chunk past 2 GiB
+                        writer.write_table(pa.Table.from_batches([batch]).cast(schema))
+                    else:
+                        writer.write_batch(batch)
+                    records += batch.num_rows
+        finally:
+            writer.close()
+    return ExportSummary(target, kind, len(logs), records, target.stat().st_size)
+
+
+def _format_of(target: Path, format: str | None) -> str:
+    if format is None:
+        format = SUFFIXES.get(target.suffix.lower())
+        if format is None:
+            raise ValueError(f"cannot tell the format from {target.name!r}: name it .parquet "
+                             f"or .arrow, or give the format ({' or '.join(FORMATS)})")
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+    return format
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
+def _open_writer(pa: Any, kind: str, file: Any, schema: Any, compression: str | None) -> Any:
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+        return pq.ParquetWriter(file, schema, compression=compression or "none")
+    return pa.ipc.new_file(file, schema,
+                           options=pa.ipc.IpcWriteOptions(compression=compression))
+
+
+def _partition_batches(directory: Path, logs: list[Path], read_committed: bool,
+                       options: dict[str, Any]) -> Iterator[Any]:
+    """The Arrow record batches of one partition's segments."""
+    topic, partition = partition_of(directory) or (directory.name, -1)
+    aborted = aborted_transactions(directory) if read_committed else []
+    lo = (options["offsets"] or (INT64_MIN, INT64_MAX))[0]
+    bases = [base_offset_of(log) for log in logs]
+    for log, base, following in zip(logs, bases, [*bases[1:], None]):
+        if following is not None and following <= lo:
+            continue   # every offset of this segment is below the range
+        fetch_aborted = ([(t.producer_id, t.first_offset) for t in aborted
+                          if t.last_offset >= base] if read_committed else None)
+        with Segment(log) as segment:
+            try:
+                for batch in iter_arrow(segment.data, topic=topic, partition=partition,
+                                        aborted_transactions=fetch_aborted, **options):
+                    yield batch
+            except KcodecError as exc:
+                exc.add_note(f"in {log}")
+                raise
+
+
+__all__ = ["ExportSummary", "FORMATS", "export_segments"]

@@ -1,0 +1,152 @@
+"""kcodec.export and `kcodec export`: segments to Parquet and Arrow IPC files."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kcodec
+from kcodec import ControlType, segments
+from kcodec.cli import main
+from kcodec.errors import ChecksumError
+
+from .conftest import SHARED
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+TS = 1_700_000_000_000
+TXN_ENTRY = struct.Struct(">hqqqq")
+
+
+def read_back(path: Path) -> Any:
+    if path.suffix == ".parquet":
+        return pq.read_table(path)
+    with pa.memory_map(str(path)) as source:
+        return pa.ipc.open_file(source).read_all()
+
+
+def expected_table(sources: list[Path], **options: Any) -> Any:
+    """What decode_arrow gives segment by segment, with each partition's name."""
+    tables = []
+    for source in sources:
+        for directory, logs in segments.segment_files(source):
+            topic, partition = segments.partition_of(directory) or (directory.name, -1)
+            for log in logs:
+                tables.append(kcodec.decode_arrow(log.read_bytes(), topic=topic,
+                                                  partition=partition, **options))
+    return pa.concat_tables(tables)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
+def test_real_segments_export_as_decode_arrow_reads_them(tmp_path: Path, suffix: str) -> None:
+    root = SHARED / "testdata" / "kafka-segments"
+    target = tmp_path / f"all{suffix}"
+    summary = kcodec.export_segments([root], target, include_headers=True, metadata=True,
+                                     threads=2)
+    expected = expected_table([root], include_headers=True, metadata=True)
+    assert summary.records == expected.num_rows > 0
+    assert summary.segments == sum(len(logs) for _, logs in segments.segment_files(root))
+    assert summary.bytes == target.stat().st_size
+    assert read_back(target).equals(expected)
+
+
+def write_transactional_partition(directory: Path) -> Path:
+    """orders-0, a segment a batch: pid 1 commits offsets 0-1, pid 2's transaction (2-3)
+    is aborted by a marker in a later segment (5), plain data at 6; the .txnindex beside
+    the marker's segment lists the aborted transaction, as a broker writes it."""
+    def data(pid: int, base: int) -> bytes:
+        builder = kcodec.BatchBuilder(base_offset=base, producer_id=pid, producer_epoch=0,
+                                      base_sequence=0, is_transactional=True)
+        builder.append(b"p%d-a" % pid, key=b"k", timestamp=TS)
+        builder.append(b"p%d-b" % pid, key=b"k", timestamp=TS + 1)
+        return builder.build()
+
+    def marker(kind: ControlType, pid: int, offset: int) -> bytes:
+        return kcodec.BatchBuilder.end_txn_marker(kind, producer_id=pid, producer_epoch=0,
+                                                  coordinator_epoch=0, base_offset=offset,
+                                                  timestamp=TS + 2)
+    plain = kcodec.BatchBuilder(base_offset=6)
+    plain.append(b"plain", timestamp=TS + 3)
+    partition = directory / "orders-0"
+    segments.write_partition(partition, [data(1, 0), data(2, 2), marker(ControlType.COMMIT, 1, 4),
+                                         marker(ControlType.ABORT, 2, 5), plain.build()],
+                             segment_bytes=1)
+    (partition / f"{5:020d}.txnindex").write_bytes(TXN_ENTRY.pack(0, 2, 2, 5, 2))
+    return partition
+
+
+def test_transaction_index_entries(tmp_path: Path) -> None:
+    partition = write_transactional_partition(tmp_path)
+    index = partition / f"{5:020d}.txnindex"
+    index.write_bytes(index.read_bytes() + TXN_ENTRY.pack(0, 9, 7, 8, 7)[:20])  # cut short
+    assert segments.read_transaction_index(index) == [segments.AbortedTransaction(2, 2, 5, 2)]
+    assert segments.aborted_transactions(partition) == [segments.AbortedTransaction(2, 2, 5, 2)]
+
+
+def test_read_committed_leaves_out_aborted_transactions(tmp_path: Path) -> None:
+    partition = write_transactional_partition(tmp_path)
+    every = kcodec.export_segments([partition], tmp_path / "every.parquet")
+    committed = kcodec.export_segments([partition], tmp_path / "committed.parquet",
+                                       read_committed=True)
+    assert every.segments == committed.segments == 5
+    assert read_back(tmp_path / "every.parquet").column("value").to_pylist() == [
+        b"p1-a", b"p1-b", b"p2-a", b"p2-b", b"plain"]
+    table = read_back(tmp_path / "committed.parquet")
+    assert table.column("value").to_pylist() == [b"p1-a", b"p1-b", b"plain"]
+    assert set(table.column("topic").to_pylist()) == {"orders"}
+    assert table.column("offset").to_pylist() == [0, 1, 6]
+    markers = kcodec.export_segments([partition], tmp_path / "markers.arrow",
+                                     include_control=True, metadata=True, compression=None)
+    assert markers.records == 7
+    assert read_back(tmp_path / "markers.arrow").column("is_control").to_pylist().count(True) == 2
+
+
+def test_ranges_and_columns(tmp_path: Path) -> None:
+    partition = write_transactional_partition(tmp_path)
+    target = tmp_path / "some.parquet"
+    kcodec.export_segments([partition], target, offsets=(1, 6), columns=["offset", "value"])
+    table = read_back(target)
+    assert table.column_names == ["offset", "value"]
+    assert table.column("offset").to_pylist() == [1, 2, 3]
+
+
+def test_a_failed_export_leaves_the_destination_as_it_was(tmp_path: Path) -> None:
+    partition = write_transactional_partition(tmp_path)
+    last = sorted(partition.glob("*.log"))[-1]
+    damaged = bytearray(last.read_bytes())
+    damaged[-1] ^= 0xFF
+    last.write_bytes(bytes(damaged))
+    target = tmp_path / "out.parquet"
+    target.write_bytes(b"an earlier export")
+    with pytest.raises(ChecksumError) as caught:
+        kcodec.export_segments([partition], target)
+    assert f"in {last}" in caught.value.__notes__
+    assert target.read_bytes() == b"an earlier export"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["orders-0", "out.parquet"]
+
+
+def test_the_input_is_never_the_output(tmp_path: Path) -> None:
+    partition = write_transactional_partition(tmp_path)
+    log = sorted(partition.glob("*.log"))[0]
+    before = log.read_bytes()
+    with pytest.raises(ValueError, match="one of the segments"):
+        kcodec.export_segments([partition], log, format="parquet")
+    assert log.read_bytes() == before
+    with pytest.raises(ValueError, match="cannot tell the format"):
+        kcodec.export_segments([partition], tmp_path / "out.csv")
+
+
+def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    partition = write_transactional_partition(tmp_path)
+    target = tmp_path / "orders.arrow"
+    assert main(["export", str(partition), "-o", str(target), "--read-committed",
+                 "--headers", "--threads", "2"]) == 0
+    assert f"{target}: 3 records from 5 segments, arrow" in capsys.readouterr().out
+    table = read_back(target)
+    assert "headers" in table.column_names and table.num_rows == 3
+    assert main(["export", str(partition), "-o", str(tmp_path / "x.csv")]) == 1
+    assert "cannot tell the format" in capsys.readouterr().err
