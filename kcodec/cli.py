@@ -463,7 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except kcodec.errors.KcodecError as exc:
-        print(f"kcodec: error: {exc}", file=sys.stderr)
+        where = "".join(f", {note}" for note in getattr(exc, "__notes__", ()))
+        print(f"kcodec: error: {exc}{where}", file=sys.stderr)
         return 1
     except (OSError, ValueError) as exc:
         print(f"kcodec: error: {exc}", file=sys.stderr)

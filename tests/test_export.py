@@ -150,3 +150,8 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "headers" in table.column_names and table.num_rows == 3
     assert main(["export", str(partition), "-o", str(tmp_path / "x.csv")]) == 1
     assert "cannot tell the format" in capsys.readouterr().err
+    log = sorted(partition.glob("*.log"))[1]
+    log.write_bytes(log.read_bytes()[:-1] + b"!")
+    assert main(["export", str(partition), "-o", str(target)]) == 1
+    assert capsys.readouterr().err.endswith(f"[Kafka CORRUPT_MESSAGE, code 2], in {log}\n")
+    assert read_back(target).num_rows == 3   # the earlier export, untouched
