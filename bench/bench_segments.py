@@ -1,4 +1,5 @@
-"""Dump and verify throughput on a generated partition (1 GiB by default), MB/s.
+"""Dump, verify, decode and export throughput on a generated partition (1 GiB by
+default), MB/s of segment read.
 
     python bench/bench_segments.py [--size-mib N] [--quick]
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import os
 import sys
@@ -45,12 +47,23 @@ def timed(label: str, size: int, fn: object) -> None:
     print(f"{label:<40} {seconds:8.2f} s {size / seconds / 1e6:10.0f} MB/s")
 
 
+def chunked(directory: Path) -> int:
+    """Records of every segment, decoded by iter_arrow from the mapped file."""
+    records = 0
+    for path in directory.glob("*.log"):
+        with segments.Segment(path) as segment:
+            records += sum(len(chunk) for chunk in kcodec.iter_arrow(segment.data,
+                                                                    chunk_records=1 << 16))
+    return records
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mib", type=int, default=1024)
     parser.add_argument("--quick", action="store_true", help="16 MiB, for smoke tests")
     args = parser.parse_args()
     size_mib = 16 if args.quick else args.size_mib
+    arrow = importlib.util.find_spec("pyarrow") is not None
     with tempfile.TemporaryDirectory() as tmp:
         for codec in ("none", "lz4"):
             directory = Path(tmp) / f"bench-{codec}-0"
@@ -65,6 +78,14 @@ def main() -> int:
             timed("kcodec verify", size, lambda: cli(["verify", str(directory)]))
             timed("decode_columns (all segments)", size,
                   lambda: [kcodec.decode_columns(p.read_bytes()) for p in directory.glob("*.log")])
+            if arrow:
+                timed("iter_arrow (65536-record chunks)", size, lambda: chunked(directory))
+                for suffix in (".parquet", ".arrow"):
+                    out = Path(tmp) / f"x{suffix}"
+                    timed(f"kcodec export -o {out.name} --threads 2", size,
+                          lambda: cli(["export", str(directory), "-o", str(out),
+                                       "--threads", "2"]))
+                    out.unlink()
             os.sync()
     return 0
 
