@@ -61,7 +61,8 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
     file's own codec (Parquet: any pyarrow writes; Arrow IPC: ``"zstd"``, ``"lz4"`` or
     None). ``columns``, ``include_headers``, ``metadata``, ``offsets`` ([lo, hi)),
     ``timestamps``, ``include_control``, ``threads`` and ``chunk_records`` are
-    :func:`kcodec.iter_arrow`'s. A destination that is one of the segments read is refused.
+    :func:`kcodec.iter_arrow`'s. The destination's directory is created if need be; a
+    destination that is one of the segments read is refused.
     """
     import pyarrow as pa
 
@@ -80,6 +81,7 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
         "include_control": include_control, "threads": threads,
         "chunk_records": chunk_records}
     records = 0
+    target.parent.mkdir(parents=True, exist_ok=True)
     with atomic_file(target) as file:
         writer = _open_writer(pa, kind, file, schema, compression)
         try:

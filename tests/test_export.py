@@ -99,10 +99,11 @@ def test_read_committed_leaves_out_aborted_transactions(tmp_path: Path) -> None:
     assert table.column("value").to_pylist() == [b"p1-a", b"p1-b", b"plain"]
     assert set(table.column("topic").to_pylist()) == {"orders"}
     assert table.column("offset").to_pylist() == [0, 1, 6]
-    markers = kcodec.export_segments([partition], tmp_path / "markers.arrow",
+    markers = kcodec.export_segments([partition], tmp_path / "new" / "markers.arrow",
                                      include_control=True, metadata=True, compression=None)
     assert markers.records == 7
-    assert read_back(tmp_path / "markers.arrow").column("is_control").to_pylist().count(True) == 2
+    table = read_back(tmp_path / "new" / "markers.arrow")
+    assert table.column("is_control").to_pylist().count(True) == 2
 
 
 def test_ranges_and_columns(tmp_path: Path) -> None:
