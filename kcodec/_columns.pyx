@@ -7,7 +7,8 @@ v2 record region with the GIL released, so several threads can decode at once.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport INT32_MAX, INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport (INT32_MAX, INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint32_t,
+                          uint64_t)
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
@@ -788,19 +789,60 @@ cdef int _append_wrapper(_Chunk chunk, object entry, bint validate_crc,
     return _raise_append(status)
 
 
+cdef enum:
+    # a legacy wrapper's records per byte at most, as its offsets suggest them: LZ4 and
+    # gzip cannot pack a message of 26 or more bytes into less than 1/40 of a byte
+    WRAPPER_RECORDS_PER_BYTE = 40
+
+
+cdef Py_ssize_t[::1] _entry_records(list entries):
+    """The records of each entry: a batch's count (at least 1), a run's or a plain
+    message's, and for a legacy wrapper (whose count is known once it is decompressed) the
+    offsets it moves past the entry before it, a wrapper's offset being its last record's.
+    Wrappers whose offsets say nothing (the first entry, or offsets that do not grow, as
+    in a produce request) count as the others do on average, or as 1 record."""
+    cdef Py_ssize_t n = len(entries), i, guessed = 0, guessed_records = 0
+    cdef Py_ssize_t[::1] records = numpy.ones(n, dtype=numpy.intp)
+    cdef int64_t last, previous = 0
+    cdef bint known = False, unknown = False
+    cdef const LegacyMessage *m
+    for i in range(n):
+        entry = entries[i]
+        if type(entry) is RecordBatch:
+            records[i] = max(<Py_ssize_t>entry.record_count, 1)
+            last = entry.last_offset
+        elif type(entry) is LegacyRun:
+            records[i] = (<LegacyRun>entry).n
+            last = (<LegacyRun>entry).messages[(<LegacyRun>entry).n - 1].offset
+        else:
+            m = shallow_message(entry)
+            last = m.offset
+            if not m.attributes & ATTR_CODEC:
+                pass   # a plain message: 1
+            elif known and last > previous:
+                records[i] = <Py_ssize_t>min(<uint64_t>last - <uint64_t>previous,
+                                             <uint64_t>m.size * WRAPPER_RECORDS_PER_BYTE)
+                guessed += 1
+                guessed_records += records[i]
+            else:
+                records[i] = 0   # filled in below
+                unknown = True
+        previous, known = last, True
+    if unknown:
+        for i in range(n):
+            if records[i] == 0:
+                records[i] = max(guessed_records // guessed, 1) if guessed else 1
+    return records
+
+
 def split_entries(list entries, Py_ssize_t parts):
-    """Contiguous groups of ``entries`` (at most ``parts``) of about equal record counts,
-    a LegacyBatch counted as one record (a wrapper's count is unknown until it is
-    decompressed)."""
+    """Contiguous groups of ``entries`` (at most ``parts``) of about equal record counts
+    (a legacy wrapper's as its offsets suggest, see _entry_records)."""
     cdef Py_ssize_t n = len(entries), i, total = 0, load = 0
     if parts <= 1 or n == 0:
         return [list(entries)] if n else []
-    cdef Py_ssize_t[::1] weights = numpy.ones(n, dtype=numpy.intp)
+    cdef Py_ssize_t[::1] weights = _entry_records(entries)
     for i in range(n):
-        if type(entries[i]) is RecordBatch:
-            weights[i] = max(<Py_ssize_t>entries[i].record_count, 1)
-        elif type(entries[i]) is LegacyRun:
-            weights[i] = (<LegacyRun>entries[i]).n
         total += weights[i]
     cdef double target = <double>total / parts
     groups = [[]]
@@ -815,25 +857,25 @@ def split_entries(list entries, Py_ssize_t parts):
 
 def entry_totals(list entries):
     """(records, bytes of copied entries, bytes of all entries, records of the other
-    entries) of ``entries``. Copied entries are those whose values binary views cannot
-    point into: compressed batches, and legacy entries (their values are copied even as
-    views). A LegacyBatch counts as one record (a wrapper's count is unknown until it is
-    decompressed)."""
-    cdef Py_ssize_t records = 0, copied = 0, total = 0, plain_records = 0, count, size
-    for entry in entries:
+    entries) of ``entries``, a legacy wrapper's records as _entry_records estimates them.
+    Copied entries are those whose values binary views cannot point into: compressed
+    batches, and legacy entries (their values are copied even as views)."""
+    cdef Py_ssize_t records = 0, copied = 0, total = 0, plain_records = 0, size, i
+    cdef Py_ssize_t[::1] counts = _entry_records(entries)
+    for i, entry in enumerate(entries):
         if type(entry) is RecordBatch:
-            count, size = max(<Py_ssize_t>entry.record_count, 0), entry.size
+            size = entry.size
             if entry.compression_id == 0:
-                plain_records += count
+                plain_records += max(<Py_ssize_t>entry.record_count, 0)
             else:
                 copied += size
         elif type(entry) is LegacyRun:
-            count, size = (<LegacyRun>entry).n, (<LegacyRun>entry).size
+            size = (<LegacyRun>entry).size
             copied += size
         else:
-            count, size = 1, shallow_message(entry).size
+            size = shallow_message(entry).size
             copied += size
-        records += count
+        records += counts[i]
         total += size
     return records, copied, total, plain_records
 

@@ -283,6 +283,23 @@ def test_long_stretches_of_plain_legacy_messages() -> None:
     assert sum((arrow_rows(c) for c in chunks), []) == expected
 
 
+@pytest.mark.parametrize("magic", [0, 1])
+def test_legacy_wrappers_weigh_what_their_offsets_say(magic: int) -> None:
+    """A wrapper's record count is known only once decompressed; its offset (its last
+    record's) past the entry before says how many it holds, so chunks stay about
+    chunk_records long and threads get equal shares."""
+    from kcodec._batch import read_entries_for_columns
+    from kcodec._columns import split_entries
+    log = mixed_log([(magic, "lz4")] * 20)   # 20 wrappers of 30 records
+    chunks = [len(c) for c in kcodec.iter_arrow(log, chunk_records=100)]
+    assert sum(chunks) == 600 and max(chunks) <= 100 + 30
+    entries = list(read_entries_for_columns(log))
+    assert [len(group) for group in split_entries(entries, 2)] == [10, 10]
+    # offsets that do not grow say nothing (a wrapper repeated): one record each
+    repeated = mixed_log([(magic, "gzip")]) * 3
+    assert [len(c) for c in kcodec.iter_arrow(repeated, chunk_records=2)] == [60, 30]
+
+
 def test_arrow_schema_is_sparks() -> None:
     import pyarrow as pa
     table = kcodec.decode_arrow(VECTORS["v2_one"], topic="events", partition=4,

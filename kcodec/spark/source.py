@@ -18,6 +18,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from kcodec._legacy import LegacyBatch
 from kcodec.columnar import decode_arrow, iter_arrow
 from kcodec.errors import KcodecError
 from kcodec.segments import (
@@ -230,6 +231,7 @@ def _frame(data: memoryview, chunk_records: int
     groups: list[list[tuple[int, int, int]]] = []
     records = chunk_records
     position = 0
+    previous: int | None = None
     reader = read_batches(data, validate_crc=False)
     try:
         for entry in reader:
@@ -237,8 +239,17 @@ def _frame(data: memoryview, chunk_records: int
                 groups.append([])
                 records = 0
             position = entry.position + entry.size
-            groups[-1].append((entry.base_offset, entry.position, position))
-            records += max(entry.record_count, 1)
+            last = entry.last_offset
+            if isinstance(entry, LegacyBatch) and entry.is_compressed:
+                # its first offset and record count would decompress it; its offset (its
+                # last record's), and how far that is past the entry before, say enough
+                # (no transaction can end among a wrapper's offsets)
+                groups[-1].append((last, entry.position, position))
+                records += last - previous if previous is not None and last > previous else 1
+            else:
+                groups[-1].append((entry.base_offset, entry.position, position))
+                records += max(entry.record_count, 1)
+            previous = last
     except KcodecError as exc:
         if exc.position is None:
             exc.position = position
