@@ -13,25 +13,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kcodec._atomic import atomic_file
-from kcodec.columnar import BATCH_COLUMNS, SPARK_COLUMNS, decode_arrow, iter_arrow
-from kcodec.errors import KcodecError
-from kcodec.segments import (
-    Segment,
-    aborted_transactions,
-    base_offset_of,
-    partition_of,
-    segment_files,
-)
+from kcodec.columnar import BATCH_COLUMNS, SPARK_COLUMNS, decode_arrow
+from kcodec.segments import iter_partition_arrow, segment_files
 
 FORMATS = ("parquet", "arrow")
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow",
             ".ipc": "arrow"}
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +78,8 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
         writer = _open_writer(pa, kind, file, schema, compression)
         try:
             for directory, found in partitions:
-                for batch in _partition_batches(directory, found, read_committed, options):
+                for batch in iter_partition_arrow(directory, found,
+                                                  read_committed=read_committed, **options):
                     if batch.schema != schema:   # large_binary, for a chunk past 2 GiB
                         writer.write_table(pa.Table.from_batches([batch]).cast(schema))
                     else:
@@ -121,28 +114,6 @@ def _open_writer(pa: Any, kind: str, file: Any, schema: Any, compression: str | 
         return pq.ParquetWriter(file, schema, compression=compression or "none")
     return pa.ipc.new_file(file, schema,
                            options=pa.ipc.IpcWriteOptions(compression=compression))
-
-
-def _partition_batches(directory: Path, logs: list[Path], read_committed: bool,
-                       options: dict[str, Any]) -> Iterator[Any]:
-    """The Arrow record batches of one partition's segments."""
-    topic, partition = partition_of(directory) or (directory.name, -1)
-    aborted = aborted_transactions(directory) if read_committed else []
-    lo = (options["offsets"] or (INT64_MIN, INT64_MAX))[0]
-    bases = [base_offset_of(log) for log in logs]
-    for log, base, following in zip(logs, bases, [*bases[1:], None]):
-        if following is not None and following <= lo:
-            continue   # every offset of this segment is below the range
-        fetch_aborted = ([(t.producer_id, t.first_offset) for t in aborted
-                          if t.last_offset >= base] if read_committed else None)
-        with Segment(log) as segment:
-            try:
-                for batch in iter_arrow(segment.data, topic=topic, partition=partition,
-                                        aborted_transactions=fetch_aborted, **options):
-                    yield batch
-            except KcodecError as exc:
-                exc.add_note(f"in {log}")
-                raise
 
 
 __all__ = ["ExportSummary", "FORMATS", "export_segments"]

@@ -19,13 +19,18 @@ import re
 import shutil
 import struct
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec._atomic import fsync_directory
 from kcodec._batch import BatchReader, RecordBatch, read_batches
 from kcodec._legacy import LegacyBatch
+from kcodec.columnar import INT64_MIN, iter_arrow
+from kcodec.errors import KcodecError
+
+if TYPE_CHECKING:
+    import pyarrow
 
 Entry = RecordBatch | LegacyBatch
 SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
@@ -241,6 +246,12 @@ class Partition:
         """See :func:`aborted_transactions`."""
         return aborted_transactions(self.path)
 
+    def iter_arrow(self, *, read_committed: bool = False,
+                   **options: Any) -> Iterator[pyarrow.RecordBatch]:
+        """See :func:`iter_partition_arrow`."""
+        return iter_partition_arrow(self.path, [s.path for s in self.segments],
+                                    read_committed=read_committed, **options)
+
     def batches(self, start_offset: int | None = None, **options: Any) -> Iterator[Entry]:
         for i, segment in enumerate(self.segments):
             following = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
@@ -250,6 +261,39 @@ class Partition:
                 yield from segment.batches(**options)
             else:
                 yield from segment.seek(start_offset, **options)
+
+
+def iter_partition_arrow(directory: str | os.PathLike[str],
+                         logs: Sequence[str | os.PathLike[str]] | None = None, *,
+                         read_committed: bool = False,
+                         **options: Any) -> Iterator[pyarrow.RecordBatch]:
+    """The records of a partition's segments (``logs``, in offset order; by default every
+    segment in ``directory``) as Arrow record batches: :func:`kcodec.iter_arrow` over each
+    segment, memory-mapped in turn, with the partition's topic and number (``options``
+    are iter_arrow's). With ``read_committed`` the aborted transactions the partition's
+    ``.txnindex`` files list are left out, as a read_committed consumer sees the log.
+    Segments wholly below an ``offsets`` range are not opened; errors name the segment."""
+    folder = Path(directory)
+    paths = ([Path(log) for log in logs] if logs is not None else
+             sorted(p for p in folder.glob("*.log") if SEGMENT_NAME.match(p.name)))
+    topic, partition = partition_of(folder) or (folder.name, -1)
+    aborted = aborted_transactions(folder) if read_committed else []
+    offsets = options.pop("offsets", None)
+    lo = offsets[0] if offsets is not None else INT64_MIN
+    bases = [base_offset_of(path) for path in paths]
+    for path, base, following in zip(paths, bases, [*bases[1:], None]):
+        if following is not None and following <= lo:
+            continue   # every offset of this segment is below the range
+        fetch_aborted = ([(t.producer_id, t.first_offset) for t in aborted
+                          if t.last_offset >= base] if read_committed else None)
+        with Segment(path) as segment:
+            try:
+                yield from iter_arrow(segment.data, topic=topic, partition=partition,
+                                      offsets=offsets, aborted_transactions=fetch_aborted,
+                                      **options)
+            except KcodecError as exc:
+                exc.add_note(f"in {path}")
+                raise
 
 
 def open_path(path: str | os.PathLike[str]) -> Partition | Segment:
@@ -362,6 +406,7 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 
 
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
-           "aborted_transactions", "base_offset_of", "log_directories", "open_path",
-           "partition_of", "read_offset_index", "read_time_index", "read_transaction_index",
-           "segment_files", "split_entries", "write_partition"]
+           "aborted_transactions", "base_offset_of", "iter_partition_arrow",
+           "log_directories", "open_path", "partition_of", "read_offset_index",
+           "read_time_index", "read_transaction_index", "segment_files", "split_entries",
+           "write_partition"]

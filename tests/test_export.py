@@ -106,6 +106,17 @@ def test_read_committed_leaves_out_aborted_transactions(tmp_path: Path) -> None:
     assert table.column("is_control").to_pylist().count(True) == 2
 
 
+def test_a_partition_as_arrow_record_batches(tmp_path: Path) -> None:
+    partition = write_transactional_partition(tmp_path)
+    with segments.Partition(partition) as opened:
+        committed = pa.Table.from_batches(list(opened.iter_arrow(read_committed=True)))
+        later = pa.Table.from_batches(list(opened.iter_arrow(offsets=(3, 7))))
+    assert committed.column("value").to_pylist() == [b"p1-a", b"p1-b", b"plain"]
+    assert set(committed.column("topic").to_pylist()) == {"orders"}
+    assert set(committed.column("partition").to_pylist()) == {0}
+    assert later.column("offset").to_pylist() == [3, 6]
+
+
 def test_ranges_and_columns(tmp_path: Path) -> None:
     partition = write_transactional_partition(tmp_path)
     target = tmp_path / "some.parquet"
