@@ -487,6 +487,21 @@ cdef class LegacyRun:
         """The messages it holds."""
         return self.n
 
+    @property
+    def position(self):
+        """Where its first message starts in the input."""
+        return self.messages[0].position if self.n else 0
+
+    @property
+    def base_offset(self):
+        """Its first message's offset."""
+        return self.messages[0].offset if self.n else -1
+
+    @property
+    def last_offset(self):
+        """Its last message's offset."""
+        return self.messages[self.n - 1].offset if self.n else -1
+
     cdef int _grow(self) noexcept nogil:
         cdef Py_ssize_t cap = self.cap * 2 + 64
         cdef LegacyMessage *grown = <LegacyMessage *>realloc(self.messages,

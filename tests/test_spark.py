@@ -93,6 +93,51 @@ def test_modes_on_a_corrupted_segment(spark: Any, tmp_path: Path) -> None:
     assert permissive.where("_corrupt_record IS NULL").count() == 19 * 50
 
 
+def slice_rows(log: Path, mode: str, chunk_records: int) -> Any:
+    """The segment ``log`` read as the source reads one input partition, without Spark."""
+    import pyarrow as pa
+
+    from kcodec.spark.source import Options, SegmentSlice, read_slice
+    names = ["offset", "value"] + (["_corrupt_record"] if mode == "PERMISSIVE" else [])
+    options = Options.parse({"mode": mode, "chunkRecords": str(chunk_records)})
+    part = SegmentSlice(str(log), "t", 0, 0, log.stat().st_size, ())
+    return pa.Table.from_batches(list(read_slice(part, options, names)))
+
+
+def test_a_failing_group_gives_no_record_twice(tmp_path: Path) -> None:
+    """A group of batches longer than a chunk that fails after its first chunk: the
+    records before the bad batch come once, the bad batch is dropped."""
+    log = bytearray()
+    for b in range(8):
+        builder = kcodec.BatchBuilder(base_offset=b * 30)
+        for value in events(30, b * 30):
+            builder.append(value, timestamp=1_700_000_000_000)
+        log += builder.build()
+    bad = list(kcodec.read_batches(bytes(log)))[3]
+    log[bad.position + 70] ^= 0xFF
+    (tmp_path / "v2.log").write_bytes(log)
+    table = slice_rows(tmp_path / "v2.log", "DROPMALFORMED", 100)
+    assert table.column("offset").to_pylist() == [o for o in range(240) if o // 30 != 3]
+
+
+def test_plain_legacy_messages_framed_in_runs(tmp_path: Path) -> None:
+    """Plain magic-1 messages are framed a run at a time; a corrupt one costs only
+    itself, and its row names its byte."""
+    builder = kcodec.BatchBuilder()
+    for i in range(3000):
+        builder.append(b"value-%d" % i, timestamp=1_700_000_000_000)
+    log = bytearray(kcodec.convert(builder.build(), magic=1))
+    bad = list(kcodec.read_batches(bytes(log)))[1500]
+    log[bad.position + 30] ^= 0xFF
+    (tmp_path / "v1.log").write_bytes(log)
+    dropped = slice_rows(tmp_path / "v1.log", "DROPMALFORMED", 1000)
+    assert dropped.column("offset").to_pylist() == [o for o in range(3000) if o != 1500]
+    permissive = slice_rows(tmp_path / "v1.log", "PERMISSIVE", 1000)
+    errors = [e for e in permissive.column("_corrupt_record").to_pylist() if e]
+    assert permissive.num_rows == 3000 and len(errors) == 1
+    assert f"(at byte {bad.position})" in errors[0]
+
+
 def test_truncated_segment_ends_the_partition(spark: Any, tmp_path: Path) -> None:
     partition = write_sample(tmp_path / "t-0", codec="zstd")
     log = next(partition.glob("*.log"))

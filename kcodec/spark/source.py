@@ -18,7 +18,8 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from kcodec._legacy import LegacyBatch
+from kcodec._batch import read_entries_for_columns
+from kcodec._legacy import LegacyBatch, LegacyRun
 from kcodec.columnar import decode_arrow, iter_arrow
 from kcodec.errors import KcodecError
 from kcodec.segments import (
@@ -207,15 +208,15 @@ def _read_groups(data: memoryview, part: SegmentSlice, options: Options,
     for group in groups:
         first_offset, start, end = group[0][0], group[0][1], group[-1][2]
         try:
-            yield from _decode(data[start:end], first_offset, part, options, names)
+            # whole before any is given out: a group that fails is read again piece by
+            # piece, and its first chunks must not come twice
+            decoded = list(_decode(data[start:end], first_offset, part, options, names))
         except KcodecError as exc:
             if options.mode == "FAILFAST":
                 raise _located(exc, part, start)
-            for offset, one_start, one_end in group:   # find the bad ones
-                try:
-                    yield from _decode(data[one_start:one_end], offset, part, options, names)
-                except KcodecError as one:
-                    yield from _corrupt_row(part, options, names, _located(one, part, one_start))
+            yield from _read_one_by_one(data, group, part, options, names)
+        else:
+            yield from decoded
     if framing_error is not None:
         located = _located(framing_error, part, 0)
         if options.mode == "FAILFAST":
@@ -223,16 +224,43 @@ def _read_groups(data: memoryview, part: SegmentSlice, options: Options,
         yield from _corrupt_row(part, options, names, located)
 
 
+def _read_one_by_one(data: memoryview, pieces: list[tuple[int, int, int]], part: SegmentSlice,
+                     options: Options, names: Sequence[str]) -> Iterator[Any]:
+    """The pieces of a group that failed, each on its own, malformed ones as ``mode``
+    says; a run of plain legacy messages that fails is taken message by message."""
+    for offset, start, end in pieces:
+        try:
+            decoded = list(_decode(data[start:end], offset, part, options, names))
+        except KcodecError as exc:
+            if len(messages := _messages(data, start, end)) > 1:
+                yield from _read_one_by_one(data, messages, part, options, names)
+            else:
+                yield from _corrupt_row(part, options, names, _located(exc, part, start))
+        else:
+            yield from decoded
+
+
+def _messages(data: memoryview, start: int, end: int) -> list[tuple[int, int, int]]:
+    """(offset, start, end) of each entry of bytes [start, end) (none if they do not
+    frame)."""
+    from kcodec import read_batches
+    try:
+        return [(entry.last_offset, start + entry.position, start + entry.position + entry.size)
+                for entry in read_batches(data[start:end], validate_crc=False)]
+    except KcodecError:
+        return []
+
+
 def _frame(data: memoryview, chunk_records: int
            ) -> tuple[list[list[tuple[int, int, int]]], KcodecError | None]:
-    """(first offset, start, end) of every batch, grouped by about ``chunk_records``
-    records, and the framing error that ended the slice early, if any."""
-    from kcodec import read_batches
+    """(first offset, start, end) of every batch (or run of plain legacy messages),
+    grouped by about ``chunk_records`` records, and the framing error that ended the slice
+    early, if any."""
     groups: list[list[tuple[int, int, int]]] = []
     records = chunk_records
     position = 0
     previous: int | None = None
-    reader = read_batches(data, validate_crc=False)
+    reader = read_entries_for_columns(data)
     try:
         for entry in reader:
             if records >= chunk_records:
@@ -240,7 +268,10 @@ def _frame(data: memoryview, chunk_records: int
                 records = 0
             position = entry.position + entry.size
             last = entry.last_offset
-            if isinstance(entry, LegacyBatch) and entry.is_compressed:
+            if type(entry) is LegacyRun:
+                groups[-1].append((entry.base_offset, entry.position, position))
+                records += entry.count
+            elif type(entry) is LegacyBatch and entry.is_compressed:
                 # its first offset and record count would decompress it; its offset (its
                 # last record's), and how far that is past the entry before, say enough
                 # (no transaction can end among a wrapper's offsets)
