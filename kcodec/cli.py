@@ -426,17 +426,20 @@ def build_parser() -> argparse.ArgumentParser:
     export_parser.add_argument("--headers", action="store_true", help="add the headers column")
     export_parser.add_argument("--metadata", action="store_true",
                                help="add the batch-level columns (magic, producer id, ...)")
-    export_parser.add_argument("--start-offset", type=int, default=INT64_MIN)
+    export_parser.add_argument("--start-offset", type=int, default=INT64_MIN,
+                               help="first offset kept")
     export_parser.add_argument("--end-offset", type=int, default=INT64_MAX,
                                help="first offset left out")
     export_parser.add_argument("--start-timestamp", type=int, default=INT64_MIN,
-                               help="ms; batches wholly before it are skipped")
-    export_parser.add_argument("--end-timestamp", type=int, default=INT64_MAX)
+                               help="first timestamp kept (ms)")
+    export_parser.add_argument("--end-timestamp", type=int, default=INT64_MAX,
+                               help="first timestamp left out (ms)")
     export_parser.add_argument("--include-control", action="store_true",
                                help="keep control records (transaction markers)")
     export_parser.add_argument("--read-committed", action="store_true",
                                help="leave out aborted transactions (from .txnindex files)")
-    export_parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    export_parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                               help="decoding threads (default: one a core)")
 
     gen_parser = command("gen", gen, "write sample partitions")
     gen_parser.add_argument("destination")
