@@ -835,15 +835,25 @@ cdef Py_ssize_t[::1] _entry_records(list entries):
     return records
 
 
-def split_entries(list entries, Py_ssize_t parts):
-    """Contiguous groups of ``entries`` (at most ``parts``) of about equal record counts
-    (a legacy wrapper's as its offsets suggest, see _entry_records)."""
+def entry_records(list entries):
+    """The records of each entry, as _entry_records estimates them (a numpy array)."""
+    return numpy.asarray(_entry_records(entries))
+
+
+def split_entries(list entries, Py_ssize_t parts, Py_ssize_t chunk_records=0):
+    """Contiguous groups of ``entries`` (at most ``parts``, or with ``chunk_records`` as
+    many more as make groups of about that many records) of about equal record counts (a
+    legacy wrapper's as its offsets suggest, see _entry_records)."""
     cdef Py_ssize_t n = len(entries), i, total = 0, load = 0
-    if parts <= 1 or n == 0:
+    if n == 0 or (parts <= 1 and chunk_records <= 0):
         return [list(entries)] if n else []
     cdef Py_ssize_t[::1] weights = _entry_records(entries)
     for i in range(n):
         total += weights[i]
+    if chunk_records > 0:
+        parts = max(parts, (total + chunk_records - 1) // chunk_records)
+    if parts <= 1:
+        return [list(entries)]
     cdef double target = <double>total / parts
     groups = [[]]
     for i in range(n):
@@ -856,13 +866,11 @@ def split_entries(list entries, Py_ssize_t parts):
 
 
 def entry_totals(list entries):
-    """(records, bytes of copied entries, bytes of all entries, records of the other
-    entries) of ``entries``, a legacy wrapper's records as _entry_records estimates them.
-    Copied entries are those whose values binary views cannot point into: compressed
-    batches, and legacy entries (their values are copied even as views)."""
-    cdef Py_ssize_t records = 0, copied = 0, total = 0, plain_records = 0, size, i
-    cdef Py_ssize_t[::1] counts = _entry_records(entries)
-    for i, entry in enumerate(entries):
+    """(bytes of copied entries, bytes of all entries, records of the other entries) of
+    ``entries``. Copied entries are those whose values binary views cannot point into:
+    compressed batches, and legacy entries (their values are copied even as views)."""
+    cdef Py_ssize_t copied = 0, total = 0, plain_records = 0, size
+    for entry in entries:
         if type(entry) is RecordBatch:
             size = entry.size
             if entry.compression_id == 0:
@@ -875,9 +883,8 @@ def entry_totals(list entries):
         else:
             size = shallow_message(entry).size
             copied += size
-        records += counts[i]
         total += size
-    return records, copied, total, plain_records
+    return copied, total, plain_records
 
 
 class _OffsetRange(Exception):

@@ -13,9 +13,8 @@ from typing import Any
 
 import kcodec
 from kcodec import ControlType
+from kcodec.columnar import INT64_MAX, INT64_MIN
 from kcodec.dump import batch_json, codec_name, dump_index_lines, dump_log_lines
-
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def sample_events(count: int, start_ms: int) -> list[tuple[bytes, bytes, int, list[tuple[str, bytes]]]]:

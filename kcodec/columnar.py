@@ -58,6 +58,16 @@ _GROUP_OF = {"key": "key", "value": "value", "offset": "offset", "timestamp": "t
              **{name: "batch" for name in BATCH_COLUMNS}}
 
 
+def column_names(columns: Iterable[str] | None, include_headers: bool,
+                 metadata: bool) -> list[str]:
+    """The columns asked for: ``columns`` as given, else Spark's, with headers and the
+    batch-level columns on request."""
+    if columns is not None:
+        return list(columns)
+    return [*SPARK_COLUMNS, *(["headers"] if include_headers else []),
+            *(BATCH_COLUMNS if metadata else [])]
+
+
 def _want(columns: Iterable[str]) -> int:
     mask = 0
     for name in columns:
@@ -147,9 +157,7 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
              aborted_transactions: Sequence[tuple[int, int]] | None, validate_crc: bool,
              strict: bool, max_decompressed_size: int | None, allow_magic3: bool = False
              ) -> tuple[list[Framed], list[str], int, dict[str, Any]]:
-    names = list(columns) if columns is not None else [
-        *SPARK_COLUMNS, *(["headers"] if include_headers else []),
-        *(BATCH_COLUMNS if metadata else [])]
+    names = column_names(columns, include_headers, metadata)
     want = _want(names)
     offsets = offsets or (INT64_MIN, INT64_MAX)
     timestamps = timestamps or (INT64_MIN, INT64_MAX)
@@ -223,7 +231,7 @@ def _join_in_place(entries: list[Framed]) -> bool:
     the bytes are entries whose values are copied anyway (compressed batches, best copied
     out of each decompressed block while it is in cache, and legacy entries), or the
     uncompressed batches' records are small."""
-    _, copied, total, plain_records = entry_totals(entries)
+    copied, total, plain_records = entry_totals(entries)
     if 2 * copied > total:
         return True
     return total - copied < GATHER_FROM_RECORD_BYTES * plain_records
@@ -315,8 +323,7 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
                               f"not {pa.__version__}")
     options["views"] = binary_view
     options["arrow"] = True
-    total = entry_totals(entries)[0]
-    chunks = split_entries(entries, max(1, -(-total // max(chunk_records, 1)), threads))
+    chunks = split_entries(entries, threads, chunk_records=max(chunk_records, 1))
     for start in range(0, len(chunks), max(threads, 1)):
         # the Arrow arrays are assembled by the decoding threads too
         yield from _decode_groups(chunks[start:start + max(threads, 1)], want, threads,
@@ -329,9 +336,8 @@ def decode_arrow(data: Any, **options: Any) -> pyarrow.Table:
     import pyarrow as pa
     batches = list(iter_arrow(data, **options))
     if not batches:
-        names = options.get("columns") or [
-            *SPARK_COLUMNS, *(["headers"] if options.get("include_headers") else []),
-            *(BATCH_COLUMNS if options.get("metadata") else [])]
+        names = column_names(options.get("columns"), options.get("include_headers", False),
+                             options.get("metadata", False))
         empty = decode_chunk([], _want(names), views=options.get("binary_view", False),
                              arrow=True)
         batches = [record_batch(empty, list(names), options.get("topic"),
@@ -339,5 +345,5 @@ def decode_arrow(data: Any, **options: Any) -> pyarrow.Table:
     return pa.Table.from_batches(batches)
 
 
-__all__ = ["ALL_COLUMNS", "BATCH_COLUMNS", "SPARK_COLUMNS", "decode_arrow", "decode_columns",
-           "iter_arrow", "release_spare_buffers", "select_batches"]
+__all__ = ["ALL_COLUMNS", "BATCH_COLUMNS", "SPARK_COLUMNS", "column_names", "decode_arrow",
+           "decode_columns", "iter_arrow", "release_spare_buffers", "select_batches"]

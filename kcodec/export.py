@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kcodec._atomic import atomic_file
-from kcodec.columnar import BATCH_COLUMNS, SPARK_COLUMNS, decode_arrow
+from kcodec.columnar import column_names, decode_arrow
 from kcodec.segments import iter_partition_arrow, segment_files
 
 FORMATS = ("parquet", "arrow")
@@ -64,9 +64,7 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
     logs = [log for _, found in partitions for log in found]
     if target.exists() and any(_same_file(target, log) for log in logs):
         raise ValueError(f"{target} is one of the segments being read")
-    names = list(columns) if columns is not None else [
-        *SPARK_COLUMNS, *(["headers"] if include_headers else []),
-        *(BATCH_COLUMNS if metadata else [])]
+    names = column_names(columns, include_headers, metadata)
     schema = decode_arrow(b"", columns=names).schema
     options: dict[str, Any] = {
         "columns": names, "offsets": offsets, "timestamps": timestamps,

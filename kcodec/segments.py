@@ -113,6 +113,17 @@ def aborted_transactions(directory: str | os.PathLike[str]) -> list[AbortedTrans
     return sorted(found, key=lambda entry: entry.first_offset)
 
 
+def fetch_aborted(aborted: Iterable[AbortedTransaction], offset: int) -> list[tuple[int, int]]:
+    """(producer id, first offset) of the aborted transactions a fetch from ``offset`` on
+    must know of (those not over by then), as a fetch response lists them."""
+    return [(t.producer_id, t.first_offset) for t in aborted if t.last_offset >= offset]
+
+
+def _segment_paths(directory: Path) -> list[Path]:
+    """A partition directory's segments, in offset order."""
+    return sorted(p for p in directory.glob("*.log") if SEGMENT_NAME.match(p.name))
+
+
 def base_offset_of(log_path: str | os.PathLike[str]) -> int:
     """A segment's base offset, from its name (``<20 digits>.log``; 0 for other names)."""
     match = SEGMENT_NAME.match(Path(log_path).name)
@@ -229,8 +240,7 @@ class Partition:
         self.path = Path(directory)
         found = partition_of(self.path)
         self.topic, self.partition = found if found else (self.path.name, -1)
-        self.segments = [Segment(p) for p in sorted(self.path.glob("*.log"))
-                         if SEGMENT_NAME.match(p.name)]
+        self.segments = [Segment(p) for p in _segment_paths(self.path)]
 
     def close(self) -> None:
         for segment in self.segments:
@@ -274,8 +284,7 @@ def iter_partition_arrow(directory: str | os.PathLike[str],
     ``.txnindex`` files list are left out, as a read_committed consumer sees the log.
     Segments wholly below an ``offsets`` range are not opened; errors name the segment."""
     folder = Path(directory)
-    paths = ([Path(log) for log in logs] if logs is not None else
-             sorted(p for p in folder.glob("*.log") if SEGMENT_NAME.match(p.name)))
+    paths = [Path(log) for log in logs] if logs is not None else _segment_paths(folder)
     topic, partition = partition_of(folder) or (folder.name, -1)
     aborted = aborted_transactions(folder) if read_committed else []
     offsets = options.pop("offsets", None)
@@ -284,12 +293,11 @@ def iter_partition_arrow(directory: str | os.PathLike[str],
     for path, base, following in zip(paths, bases, [*bases[1:], None]):
         if following is not None and following <= lo:
             continue   # every offset of this segment is below the range
-        fetch_aborted = ([(t.producer_id, t.first_offset) for t in aborted
-                          if t.last_offset >= base] if read_committed else None)
+        pending = fetch_aborted(aborted, base) if read_committed else None
         with Segment(path) as segment:
             try:
                 yield from iter_arrow(segment.data, topic=topic, partition=partition,
-                                      offsets=offsets, aborted_transactions=fetch_aborted,
+                                      offsets=offsets, aborted_transactions=pending,
                                       **options)
             except KcodecError as exc:
                 exc.add_note(f"in {path}")
@@ -406,7 +414,7 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 
 
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
-           "aborted_transactions", "base_offset_of", "iter_partition_arrow",
+           "aborted_transactions", "base_offset_of", "fetch_aborted", "iter_partition_arrow",
            "log_directories", "open_path", "partition_of", "read_offset_index",
            "read_time_index", "read_transaction_index", "segment_files", "split_entries",
            "write_partition"]

@@ -19,12 +19,15 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from kcodec._batch import read_entries_for_columns
-from kcodec._legacy import LegacyBatch, LegacyRun
+from kcodec._columns import entry_records
+from kcodec._legacy import LegacyBatch
 from kcodec.columnar import decode_arrow, iter_arrow
 from kcodec.errors import KcodecError
 from kcodec.segments import (
+    AbortedTransaction,
     aborted_transactions,
     base_offset_of,
+    fetch_aborted,
     partition_of,
     read_offset_index,
     read_time_index,
@@ -53,7 +56,7 @@ class SegmentSlice(InputPartition):
     partition: int
     start: int
     end: int
-    aborted: tuple[tuple[int, int, int], ...]   # read_committed: (producer id, first, last)
+    aborted: tuple[AbortedTransaction, ...]   # read_committed: the partition's
 
 
 @dataclass(frozen=True)
@@ -117,9 +120,7 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
         for directory, logs in _segments_under(root):
             where = partition_of(directory)
             topic, partition = where if where else (directory.name, -1)
-            aborted = (tuple((t.producer_id, t.first_offset, t.last_offset)
-                             for t in aborted_transactions(directory))
-                       if options.read_committed else ())
+            aborted = tuple(aborted_transactions(directory)) if options.read_committed else ()
             bases = [base_offset_of(p) for p in logs]
             for i, log in enumerate(logs):
                 following = bases[i + 1] if i + 1 < len(logs) else None
@@ -256,36 +257,28 @@ def _frame(data: memoryview, chunk_records: int
     """(first offset, start, end) of every batch (or run of plain legacy messages),
     grouped by about ``chunk_records`` records, and the framing error that ended the slice
     early, if any."""
-    groups: list[list[tuple[int, int, int]]] = []
-    records = chunk_records
-    position = 0
-    previous: int | None = None
-    reader = read_entries_for_columns(data)
+    entries: list[Any] = []
+    error = None
     try:
-        for entry in reader:
-            if records >= chunk_records:
-                groups.append([])
-                records = 0
-            position = entry.position + entry.size
-            last = entry.last_offset
-            if type(entry) is LegacyRun:
-                groups[-1].append((entry.base_offset, entry.position, position))
-                records += entry.count
-            elif type(entry) is LegacyBatch and entry.is_compressed:
-                # its first offset and record count would decompress it; its offset (its
-                # last record's), and how far that is past the entry before, say enough
-                # (no transaction can end among a wrapper's offsets)
-                groups[-1].append((last, entry.position, position))
-                records += last - previous if previous is not None and last > previous else 1
-            else:
-                groups[-1].append((entry.base_offset, entry.position, position))
-                records += max(entry.record_count, 1)
-            previous = last
+        for entry in read_entries_for_columns(data):
+            entries.append(entry)
     except KcodecError as exc:
         if exc.position is None:
-            exc.position = position
-        return groups, exc
-    return groups, None
+            exc.position = entries[-1].position + entries[-1].size if entries else 0
+        error = exc
+    groups: list[list[tuple[int, int, int]]] = []
+    records = chunk_records
+    for entry, count in zip(entries, entry_records(entries)):
+        if records >= chunk_records:
+            groups.append([])
+            records = 0
+        # a wrapper's first offset would decompress it; its last serves, as no
+        # transaction can end among a wrapper's offsets
+        wrapper = type(entry) is LegacyBatch and entry.is_compressed
+        groups[-1].append((entry.last_offset if wrapper else entry.base_offset,
+                           entry.position, entry.position + entry.size))
+        records += int(count)
+    return groups, error
 
 
 def _located(exc: KcodecError, part: SegmentSlice, base: int) -> KcodecError:
@@ -300,8 +293,7 @@ def _decode(data: Any, first_offset: int, part: SegmentSlice, options: Options,
             names: Sequence[str]) -> Iterator[Any]:
     permissive = options.mode == "PERMISSIVE"
     columns = [n for n in names if not (permissive and n == options.corrupt_column)]
-    aborted = ([(producer, first) for producer, first, last in part.aborted
-                if last >= first_offset] if options.read_committed else None)
+    aborted = fetch_aborted(part.aborted, first_offset) if options.read_committed else None
     for batch in iter_arrow(data, chunk_records=options.chunk_records, topic=part.topic,
                             partition=part.partition, columns=columns,
                             offsets=options.offsets, timestamps=options.timestamps,
