@@ -3,8 +3,8 @@
 100 batches of 1000 records (16-byte keys, JSON-like values of 100 B and 1 KiB), per codec:
 records/s of decode_columns (numpy) and decode_arrow (binary columns, and binary_view
 columns that point into the input), with 1 and 2 threads; compressed, also against the
-codec library decompressing the same payloads into kept buffers of their exact size. Every
-reader checks CRCs.
+codec library decompressing the same payloads into kept buffers of their exact size; and
+two threads against one on an input ten times as large. Every reader checks CRCs.
 
     python bench/bench_columnar.py [--rounds N] [--quick]
 """
@@ -41,10 +41,10 @@ BATCHES = 100
 PER_BATCH = 1000
 
 
-def make_log(codec: str, value_size: int) -> bytes:
+def make_log(codec: str, value_size: int, batches: int = BATCHES) -> bytes:
     records = sample_records(PER_BATCH, value_size)
     out = bytearray()
-    for b in range(BATCHES):
+    for b in range(batches):
         builder = kcodec.BatchBuilder(compression=codec, base_offset=b * PER_BATCH)
         for key, value, ts in records:
             builder.append(value, key=key, timestamp=ts)
@@ -125,6 +125,29 @@ def compute_scaling(rounds: int) -> float:
     return medians["one"] / medians["two"]
 
 
+def scaling_by_size(codecs_: list[str], rounds: int) -> list[tuple[str, float, float, float]]:
+    """Two threads against one on 100 B records, for the bench's input and one ten times as
+    large: what a call costs besides decoding (handing work to the helper thread, joining
+    or assembling the parts) weighs less on a larger input."""
+    out = []
+    for codec in codecs_:
+        for batches in (BATCHES, 10 * BATCHES):
+            data = make_log(codec, 100, batches)
+            medians = interleaved({
+                "arrow": lambda: kcodec.decode_arrow(data),
+                "arrow x2": lambda: kcodec.decode_arrow(data, threads=2),
+                "views": lambda: kcodec.decode_arrow(data, binary_view=True),
+                "views x2": lambda: kcodec.decode_arrow(data, binary_view=True, threads=2),
+                "columns": lambda: kcodec.decode_columns(data),
+                "columns x2": lambda: kcodec.decode_columns(data, threads=2),
+            }, rounds)
+            out.append((f"{codec} 100 B x {batches * PER_BATCH:,}",
+                        medians["arrow"] / medians["arrow x2"],
+                        medians["views"] / medians["views x2"],
+                        medians["columns"] / medians["columns x2"]))
+    return out
+
+
 def aiokafka_rows(parts: list[bytes]) -> None:
     for part in parts:
         read_aiokafka(part)
@@ -181,6 +204,10 @@ def main() -> int:
     for case, rate, views, vs_aio, arrow2, views2, columns2, over, views_over in summary:
         print(f"{case:<14} {rate:>8.1f} {views:>6.1f} {vs_aio:>8.1f}x {arrow2:>5.2f}x "
               f"{views2:>5.2f}x {columns2:>7.2f}x {over:>8} {views_over:>6}")
+    print("\n2 threads vs 1, by input size:  arrow  views  columns")
+    for case, arrow2, views2, columns2 in scaling_by_size(
+            ["none"] if args.quick else ["none", "lz4"], rounds):
+        print(f"{case:<30} {arrow2:>5.2f}x {views2:>5.2f}x {columns2:>7.2f}x")
     print(f"\nwith 2 threads instead of 1, this machine copies memory {copy_scaling(rounds):.2f}x "
           f"and hashes in cache {compute_scaling(rounds):.2f}x as fast")
     return 0

@@ -30,20 +30,32 @@
 #define KC_NOINLINE __attribute__((noinline))
 #endif
 
-static int buf_reserve(kc_buf *b, size_t extra)
+/* Room for `extra` more bytes: a buffer growing batch by batch doubles; one sized for a
+ * whole decode up front (`exact`) takes just what it asked for, so that it goes back to
+ * the column pool (kcodec/_columns.pyx) no larger than the next decode of that shape
+ * needs, and within the pool's bound. */
+static int buf_grow(kc_buf *b, size_t extra, int exact)
 {
     size_t need = b->len + extra;
     if (need <= b->cap)
         return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < need)
-        cap *= 2;
+    size_t cap = need;
+    if (!exact) {
+        cap = b->cap ? b->cap : 256;
+        while (cap < need)
+            cap *= 2;
+    }
     uint8_t *data = realloc(b->data, cap);
     if (data == NULL)
         return -1;
     b->data = data;
     b->cap = cap;
     return 0;
+}
+
+static int buf_reserve(kc_buf *b, size_t extra)
+{
+    return buf_grow(b, extra, 0);
 }
 
 int kc_buf_reserve(kc_buf *b, size_t extra)
@@ -144,43 +156,48 @@ void kc_columns_free(kc_columns *c)
     }
 }
 
-/* Room for `records` more records in the fixed-width columns; variable-length data is
- * checked record by record (put_span), as a batch's size says little about its keys. */
-static int reserve_records(kc_columns *c, size_t records)
+/* Room for `records` more records in the fixed-width columns (`exact` as for buf_grow);
+ * variable-length data is checked record by record (put_span), as a batch's size says
+ * little about its keys. */
+static int reserve_records(kc_columns *c, size_t records, int exact)
 {
     unsigned w = c->want;
     int r = 0;
     size_t offset_width = w & KC_COL_NARROW ? 4 : 8;
     if (w & KC_COL_OFFSET)
-        r |= buf_reserve(&c->offset, 8 * records);
+        r |= buf_grow(&c->offset, 8 * records, exact);
     if (w & KC_COL_TIMESTAMP)
-        r |= buf_reserve(&c->timestamp, 8 * records) |
-             buf_reserve(&c->timestamp_type, (w & KC_COL_ARROW_TIME ? 4 : 1) * records);
+        r |= buf_grow(&c->timestamp, 8 * records, exact) |
+             buf_grow(&c->timestamp_type, (w & KC_COL_ARROW_TIME ? 4 : 1) * records, exact);
     kc_buf *keys = w & KC_COL_VIEWS ? &c->key_views : &c->key_offsets;
     kc_buf *values = w & KC_COL_VIEWS ? &c->value_views : &c->value_offsets;
     size_t per_value = w & KC_COL_VIEWS ? KC_VIEW_SIZE : offset_width;
     if (w & KC_COL_KEY)
-        r |= buf_reserve(keys, per_value * records) | buf_reserve(&c->key_valid, records);
+        r |= buf_grow(keys, per_value * records, exact) |
+             buf_grow(&c->key_valid, records, exact);
     if (w & KC_COL_VALUE)
-        r |= buf_reserve(values, per_value * records) | buf_reserve(&c->value_valid, records);
+        r |= buf_grow(values, per_value * records, exact) |
+             buf_grow(&c->value_valid, records, exact);
     if (w & KC_COL_HEADERS)
-        r |= buf_reserve(&c->header_offsets, offset_width * records);
+        r |= buf_grow(&c->header_offsets, offset_width * records, exact);
     if (w & KC_COL_BATCH)
-        r |= buf_reserve(&c->magic, records) | buf_reserve(&c->compression, records) |
-             buf_reserve(&c->producer_id, 8 * records) |
-             buf_reserve(&c->producer_epoch, 2 * records) |
-             buf_reserve(&c->sequence, 4 * records) |
-             buf_reserve(&c->is_transactional, records) | buf_reserve(&c->is_control, records);
+        r |= buf_grow(&c->magic, records, exact) |
+             buf_grow(&c->compression, records, exact) |
+             buf_grow(&c->producer_id, 8 * records, exact) |
+             buf_grow(&c->producer_epoch, 2 * records, exact) |
+             buf_grow(&c->sequence, 4 * records, exact) |
+             buf_grow(&c->is_transactional, records, exact) |
+             buf_grow(&c->is_control, records, exact);
     return r ? -1 : 0;
 }
 
 int kc_columns_reserve(kc_columns *c, size_t records, size_t key_bytes, size_t value_bytes)
 {
-    int r = reserve_records(c, records);
+    int r = reserve_records(c, records, 1);
     if (c->want & KC_COL_KEY)
-        r |= buf_reserve(&c->key_data, key_bytes);
+        r |= buf_grow(&c->key_data, key_bytes, 1);
     if (c->want & KC_COL_VALUE)
-        r |= buf_reserve(&c->value_data, value_bytes);
+        r |= buf_grow(&c->value_data, value_bytes, 1);
     return r ? -1 : 0;
 }
 
@@ -552,7 +569,7 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
                                         const int arrow_time, const int whole_only,
                                         int32_t *decoded)
 {
-    if (reserve_records(c, (size_t)count) < 0)
+    if (reserve_records(c, (size_t)count, 0) < 0)
         return KC_ERR_MEMORY;
     const unsigned w = c->want;
     const int want_offset = w & KC_COL_OFFSET, want_timestamp = w & KC_COL_TIMESTAMP,
@@ -729,7 +746,7 @@ int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int6
     if (offset < b->offset_lo || offset >= b->offset_hi || timestamp < b->timestamp_lo ||
         timestamp >= b->timestamp_hi)
         return 0;
-    if (reserve_records(c, 1) < 0)
+    if (reserve_records(c, 1, 0) < 0)
         return KC_ERR_MEMORY;
     int r = put_record(c, b, offset, timestamp, key, key_len, value, value_len, sequence);
     if (r != KC_OK)

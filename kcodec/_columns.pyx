@@ -9,7 +9,7 @@ cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport (INT32_MAX, INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint32_t,
                           uint64_t)
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY,
@@ -51,7 +51,9 @@ COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": 
 # held; buffers come from malloc, as the C side grows them with realloc.
 
 cdef enum:
-    SPARES = 48
+    # a few dozen chunks' columns (about ten buffers a chunk): what a table assembled from
+    # iter_arrow's chunks gives back at once
+    SPARES = 256
     SPARE_TOTAL_BYTES = 512 * 1024 * 1024
     N_COLUMNS = 24
     TIMESTAMP_TYPE = 2   # their places in _buffers' order
@@ -77,10 +79,19 @@ cdef void _remove_spare(int i) noexcept:
         _spare_cap[i] = _spare_cap[i + 1]
 
 
-cdef void _give_back(uint8_t *data, size_t cap) noexcept:
+cdef void _give_back(uint8_t *data, size_t cap, size_t used) noexcept:
+    """Keep a column buffer whose first ``used`` bytes an array held. Growth by doubling
+    may have left much of it unused (and untouched): it is cut to what the next decode of
+    its shape needs, lest the pool's bound be spent on room nobody wrote."""
     global _n_spares, _spare_bytes
+    cdef uint8_t *shrunk
+    cdef size_t keep = used + used // 8 + 4096   # room for that decode to end in
     if data == NULL:
         return
+    if cap > keep + cap // 8:
+        shrunk = <uint8_t *>realloc(data, keep)
+        if shrunk != NULL:
+            data, cap = shrunk, keep
     if cap > SPARE_TOTAL_BYTES:
         free(data)
         return
@@ -152,7 +163,7 @@ cdef class _Owned:
     cdef Py_ssize_t shape[1]
 
     def __dealloc__(self):
-        _give_back(self.data, self.cap)
+        _give_back(self.data, self.cap, <size_t>self.size)
 
     def __getbuffer__(self, Py_buffer *view, int flags):
         view.buf = self.data
@@ -190,16 +201,29 @@ _COLUMNS = (
     ("is_transactional", numpy.bool_, KC_COL_BATCH), ("is_control", numpy.bool_, KC_COL_BATCH),
     ("key_views", numpy.uint8, KC_COL_KEY), ("value_views", numpy.uint8, KC_COL_VALUE),
 )
-cdef size_t _NUMPY_ITEM_SIZE[N_COLUMNS]
-cdef bint _IS_OFFSETS[N_COLUMNS]
-for _i, (_name, _dtype, _group) in enumerate(_COLUMNS):
-    _NUMPY_ITEM_SIZE[_i] = numpy.dtype(_dtype).itemsize
-    _IS_OFFSETS[_i] = _name.endswith("_offsets")
-assert [_COLUMNS[i][0] for i in (TIMESTAMP_TYPE, KEY_DATA, VALUE_DATA)] == [
-    "timestamp_type", "key_data", "value_data"]
 # what each layout leaves out of the result
 _NOT_IN_VIEWS = frozenset(("key_offsets", "value_offsets"))
 _NOT_IN_BINARY = frozenset(("key_views", "value_views"))
+cdef size_t _NUMPY_ITEM_SIZE[N_COLUMNS]
+cdef bint _IS_OFFSETS[N_COLUMNS]
+cdef unsigned _GROUP[N_COLUMNS]
+cdef bint _NOT_IN_VIEWS_AT[N_COLUMNS]
+cdef bint _NOT_IN_BINARY_AT[N_COLUMNS]
+for _i, (_name, _dtype, _group) in enumerate(_COLUMNS):
+    _NUMPY_ITEM_SIZE[_i] = numpy.dtype(_dtype).itemsize
+    _IS_OFFSETS[_i] = _name.endswith("_offsets")
+    _GROUP[_i] = _group
+    _NOT_IN_VIEWS_AT[_i] = _name in _NOT_IN_VIEWS
+    _NOT_IN_BINARY_AT[_i] = _name in _NOT_IN_BINARY
+assert [_COLUMNS[i][0] for i in (TIMESTAMP_TYPE, KEY_DATA, VALUE_DATA)] == [
+    "timestamp_type", "key_data", "value_data"]
+
+
+cdef bint _in_layout(kc_columns *c, int i) noexcept:
+    """Whether a decode of c's columns, in its layout, fills column i."""
+    if not c.want & _GROUP[i]:
+        return False
+    return not (_NOT_IN_VIEWS_AT[i] if c.want & KC_COL_VIEWS else _NOT_IN_BINARY_AT[i])
 
 
 cdef void _buffers(kc_columns *c, kc_buf **out) noexcept:
@@ -226,12 +250,14 @@ cdef size_t _item_size(kc_columns *c, int i) noexcept:
 
 
 cdef void _adopt_spares(kc_columns *c, size_t records) noexcept:
-    """Give each column a spare as large as the last chunk's shape says this one needs."""
+    """Give each column this decode fills a spare as large as the last chunk's shape says
+    it needs (only those: a spare taken by a column left empty would be freed with it)."""
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
     _buffers(c, bufs)
     for i in range(N_COLUMNS):
-        if _per_record[i] > 0 and not (c.want & KC_COL_VIEWS and _is_data(i)):
+        if (_per_record[i] > 0 and _in_layout(c, i)
+                and not (c.want & KC_COL_VIEWS and _is_data(i))):
             _adopt(bufs[i], <size_t>min(_per_record[i] * records * _item_size(c, i),
                                         <double>SPARE_TOTAL_BYTES) + bufs[i].len)
 
@@ -248,8 +274,8 @@ cdef void _remember_sizes(kc_columns *c, size_t records) noexcept:
     for i in range(N_COLUMNS):
         if c.want & KC_COL_VIEWS and _is_data(i):
             _copied_per_record[i == VALUE_DATA] = <double>bufs[i].len / records
-        elif bufs[i].len:
-            _per_record[i] = <double>(bufs[i].len / _item_size(c, i)) / records
+        elif bufs[i].len:   # (not counting the leading 0 of offsets, there from the start)
+            _per_record[i] = <double>(bufs[i].len / _item_size(c, i) - _IS_OFFSETS[i]) / records
 
 
 cdef inline bint _is_data(int i) noexcept:

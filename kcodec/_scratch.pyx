@@ -20,8 +20,9 @@ cdef extern from "Python.h":
 
 cdef enum:
     # Buffers kept for reuse: enough for the decompressed batches that binary-view Arrow
-    # columns keep alive (one per batch) to come back as warm pages for the next decode.
-    SPARE_BUFFERS = 128
+    # columns keep alive (one per batch) to come back as warm pages for the next decode,
+    # up to the bytes bound below even for batches of ~256 KiB (1000 of 100-byte records)
+    SPARE_BUFFERS = 1024
     SPARE_MAX_SIZE = 16 * 1024 * 1024   # ... each no larger than this
     SPARE_TOTAL_BYTES = 256 * 1024 * 1024
     MIN_SIZE = 16 * 1024
@@ -55,17 +56,37 @@ cdef Scratch scratch_take(size_t at_least) noexcept:
     return s
 
 
-cdef void scratch_give_back(Scratch s) noexcept:
+cdef void _free_oldest(int count) noexcept:
+    """Free the ``count`` spares given back longest ago (the first ones)."""
     global _n_spares, _spare_bytes
+    cdef int i
+    for i in range(count):
+        _spare_bytes -= _spares[i].capacity
+        free(_spares[i].data)
+    _n_spares -= count
+    memmove(&_spares[0], &_spares[count], _n_spares * sizeof(Scratch))
+
+
+cdef void scratch_give_back(Scratch s) noexcept:
+    """Keep s for reuse, making room by freeing the oldest spares (a quarter of the pool at
+    once when it is full), so that the pool turns over to the buffers in use."""
+    global _n_spares, _spare_bytes
+    cdef int oldest = 0
+    cdef size_t freed = 0
     if s.data == NULL:
         return
-    if (_n_spares < SPARE_BUFFERS and s.capacity <= SPARE_MAX_SIZE
-            and _spare_bytes + s.capacity <= SPARE_TOTAL_BYTES):
-        _spares[_n_spares] = s
-        _n_spares += 1
-        _spare_bytes += s.capacity
-    else:
+    if s.capacity > SPARE_MAX_SIZE:
         free(s.data)
+        return
+    if _n_spares == SPARE_BUFFERS:
+        _free_oldest(SPARE_BUFFERS // 4)
+    while _spare_bytes - freed + s.capacity > SPARE_TOTAL_BYTES:
+        freed += _spares[oldest].capacity
+        oldest += 1
+    _free_oldest(oldest)
+    _spares[_n_spares] = s
+    _n_spares += 1
+    _spare_bytes += s.capacity
 
 
 cdef size_t scratch_release_spares() noexcept:
