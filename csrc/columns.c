@@ -31,15 +31,15 @@
 #endif
 
 /* Room for `extra` more bytes: a buffer growing batch by batch doubles; one sized for a
- * whole decode up front (`exact`) takes just what it asked for, so that it goes back to
- * the column pool (kcodec/_columns.pyx) no larger than the next decode of that shape
- * needs, and within the pool's bound. */
+ * whole decode up front (`exact`) takes what it asked for and an eighth, so that it goes
+ * back to the column pool (kcodec/_columns.pyx) about as large as the next decode of that
+ * shape needs (an eighth more data still fits), and within the pool's bound. */
 static int buf_grow(kc_buf *b, size_t extra, int exact)
 {
     size_t need = b->len + extra;
     if (need <= b->cap)
         return 0;
-    size_t cap = need;
+    size_t cap = need + need / 8;
     if (!exact) {
         cap = b->cap ? b->cap : 256;
         while (cap < need)

@@ -65,6 +65,9 @@ cdef size_t _spare_cap[SPARES]
 cdef int _n_spares = 0
 cdef size_t _spare_bytes = 0
 cdef double _per_record[N_COLUMNS]  # items each column took per record in the last chunk
+# the bytes of values per byte of uncompressed v2 records, in the last decode that measured
+# it: about alike for inputs whose records differ in size, where bytes per record are not
+cdef double _value_share = 1.0
 # with views, the bytes of keys and of values copied into buffer 0 (legacy ones) per record
 cdef double _copied_per_record[2]
 
@@ -249,25 +252,34 @@ cdef size_t _item_size(kc_columns *c, int i) noexcept:
     return _NUMPY_ITEM_SIZE[i]
 
 
-cdef void _adopt_spares(kc_columns *c, size_t records) noexcept:
-    """Give each column this decode fills a spare as large as the last chunk's shape says
-    it needs (only those: a spare taken by a column left empty would be freed with it)."""
+cdef void _adopt_spares(kc_columns *c, size_t records, size_t key_bytes,
+                        size_t value_bytes) noexcept:
+    """Give each column this decode fills a spare as large as it is expected to need (only
+    those: a spare taken by a column left empty would be freed with it): keys and values
+    the bytes given, the others what the last chunk's shape says."""
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
     _buffers(c, bufs)
+    _adopt(bufs[KEY_DATA], key_bytes if c.want & KC_COL_KEY else 0)
+    _adopt(bufs[VALUE_DATA], value_bytes if c.want & KC_COL_VALUE else 0)
     for i in range(N_COLUMNS):
-        if (_per_record[i] > 0 and _in_layout(c, i)
-                and not (c.want & KC_COL_VIEWS and _is_data(i))):
+        if _per_record[i] > 0 and _in_layout(c, i) and not _is_data(i):
             _adopt(bufs[i], <size_t>min(_per_record[i] * records * _item_size(c, i),
                                         <double>SPARE_TOTAL_BYTES) + bufs[i].len)
 
 
-cdef void _remember_sizes(kc_columns *c, size_t records) noexcept:
+cdef void _remember_sizes(_Chunk chunk) noexcept:
     """Remember each column's items per planned record (not bytes: Arrow's layout has
     narrower offsets and wider timestamp types than numpy's): the next chunk of a stream,
-    or a part of this one decoded by another thread, has about the same shape."""
+    or a part of this one decoded by another thread, has about the same shape; and the
+    share of values in uncompressed records, where this decode measured it."""
+    global _value_share
+    cdef kc_columns *c = &chunk.c
+    cdef size_t records = chunk.planned
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
+    if chunk.plain_region:
+        _value_share = <double>(c.value_data.len - chunk.legacy_values) / chunk.plain_region
     if records == 0:
         return
     _buffers(c, bufs)
@@ -303,6 +315,10 @@ cdef class _Chunk:
     # sizes are remembered per planned record, so that the next decode of alike input,
     # planning alike, reserves what this one took
     cdef size_t planned
+    # the bytes of uncompressed v2 records when every value of the decode lies in them or
+    # is a legacy one (legacy_values' bytes) and none was left out by a range (else 0)
+    cdef size_t plain_region
+    cdef size_t legacy_values
 
     def __dealloc__(self):
         kc_columns_free(&self.c)
@@ -962,6 +978,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     if kc_columns_init(&chunk.c, want) < 0:
         raise MemoryError()
     cdef size_t records = 0, key_bytes, value_bytes, region_bytes = 0, most_bytes = 0
+    cdef size_t v2_region = 0, key_want, value_want
     cdef size_t legacy_keys = 0, legacy_values = 0   # of LegacyRuns, copied even as views
     cdef bint wrappers = False                        # LegacyBatch entries
     cdef Py_ssize_t section
@@ -974,6 +991,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                            section if entry.compression_id else section // 5)
             if not entry.compression_id:
                 region_bytes += section
+                v2_region += section
             else:
                 most_bytes = GUESS_PAST_UNCOMPRESSED
         elif type(entry) is LegacyRun:   # keys and values within its bytes
@@ -986,11 +1004,13 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
             most_bytes = GUESS_PAST_UNCOMPRESSED
             wrappers = True
     chunk.planned = records
-    _adopt_spares(&chunk.c, records)
+    cdef bint plain = most_bytes == 0   # every value lies in region_bytes
     # keys and values: as many bytes per record as last time, or at first (values) the
     # uncompressed records' size; they grow as needed. The guess is bounded by what the
     # uncompressed records can hold (and a little more for the others), lest a chunk of a
-    # few huge values make the next one reserve as much for each of its records.
+    # few huge values make the next one reserve as much for each of its records. Values of
+    # uncompressed records are guessed by their share of the records instead: records of
+    # other sizes than last time's have about the same share of values, not the same size.
     most_bytes += region_bytes
     if views:   # only legacy keys and values are copied, into buffer 0
         key_bytes, value_bytes = legacy_keys, legacy_values
@@ -999,12 +1019,25 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                                                    <double>most_bytes))
             value_bytes = max(value_bytes, <size_t>min(_copied_per_record[1] * records,
                                                        <double>most_bytes))
-        _adopt(&chunk.c.key_data, key_bytes if want & KC_COL_KEY else 0)
-        _adopt(&chunk.c.value_data, value_bytes if want & KC_COL_VALUE else 0)
+        key_want, value_want = key_bytes, value_bytes
     else:
         key_bytes = <size_t>min(_per_record[KEY_DATA] * records, <double>most_bytes)
-        value_bytes = (<size_t>min(_per_record[VALUE_DATA] * records, <double>most_bytes)
-                       or region_bytes)
+        if plain and v2_region:
+            value_bytes = min(legacy_values + <size_t>(_value_share * v2_region) + 4096,
+                              region_bytes)
+        else:
+            value_bytes = (<size_t>min(_per_record[VALUE_DATA] * records, <double>most_bytes)
+                           or region_bytes)
+        # a spare may be larger than the bound on a guess: it costs no fresh memory
+        key_want = <size_t>min(_per_record[KEY_DATA] * records, <double>SPARE_TOTAL_BYTES)
+        value_want = value_bytes if plain and v2_region else <size_t>min(
+            _per_record[VALUE_DATA] * records, <double>SPARE_TOTAL_BYTES)
+        if (room_for is None and plain and want & KC_COL_VALUE and offsets[0] <= INT64_MIN
+                and offsets[1] >= INT64_MAX and timestamps[0] <= INT64_MIN
+                and timestamps[1] >= INT64_MAX):
+            chunk.plain_region = v2_region
+            chunk.legacy_values = legacy_values
+    _adopt_spares(&chunk.c, records, key_want, value_want)
     if kc_columns_reserve(&chunk.c, records, key_bytes, value_bytes) < 0:
         raise MemoryError()
     offsets = (max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX))
@@ -1184,7 +1217,7 @@ cdef dict _arrays(_Chunk chunk):
     cdef kc_columns *c = &chunk.c
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
-    _remember_sizes(c, chunk.planned)
+    _remember_sizes(chunk)
     _buffers(c, bufs)
     out = {"count": c.n}
     left_out = _NOT_IN_VIEWS if c.want & KC_COL_VIEWS else _NOT_IN_BINARY
