@@ -286,7 +286,7 @@ cdef void _remember_sizes(_Chunk chunk) noexcept:
     for i in range(N_COLUMNS):
         if c.want & KC_COL_VIEWS and _is_data(i):
             _copied_per_record[i == VALUE_DATA] = <double>bufs[i].len / records
-        elif bufs[i].len:   # (not counting the leading 0 of offsets, there from the start)
+        elif bufs[i].len and _in_layout(c, i):   # (not counting offsets' leading 0)
             _per_record[i] = <double>(bufs[i].len / _item_size(c, i) - _IS_OFFSETS[i]) / records
 
 

@@ -21,10 +21,10 @@ import pytest
 import kcodec
 from kcodec.errors import KcodecError
 
+from .conftest import UNDER_ASAN
+
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/statm"),
                                 reason="reads resident memory from /proc")
-#: AddressSanitizer holds freed memory in quarantine: resident memory is not a leak measure.
-UNDER_ASAN = "asan" in os.environ.get("LD_PRELOAD", "")
 
 #: Growth allowed over a run: allocator slack, never a per-batch leak (a leak of even 16
 #: bytes per batch over a million batches is 16 MB).
