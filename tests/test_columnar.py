@@ -357,88 +357,84 @@ def _fresh_pages(decode: Any) -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
 
-@pytest.mark.skipif(sys.platform != "linux" or UNDER_ASAN,
-                    reason="counts Linux's minor page faults, of glibc's allocator")
+def _copies(value_size: int, copies: int, codec: str = "none") -> bytes:
+    """One batch of 1000 records with values of ``value_size`` bytes (half of each
+    random, so that they compress as real ones do), ``copies`` times."""
+    import random
+    noise = random.Random(value_size)
+    batch = kcodec.BatchBuilder(compression=codec)
+    for i in range(1000):
+        half = value_size // 2
+        value = noise.randbytes(half) + bytes([i % 251]) * (value_size - half)
+        batch.append(value, key=b"k%d" % i, timestamp=TS)
+    return batch.build() * copies
+
+
+@pytest.fixture
+def empty_pools() -> Any:
+    """The spare buffers' pools empty before and after the test (some hold hundreds of MB)."""
+    from kcodec.columnar import release_spare_buffers
+    release_spare_buffers()
+    yield
+    release_spare_buffers()
+
+
+counts_fresh_pages = pytest.mark.skipif(
+    sys.platform != "linux" or UNDER_ASAN,
+    reason="counts Linux's minor page faults, of glibc's allocator")
+
+
+@counts_fresh_pages
 @pytest.mark.parametrize("codec", ["none", "lz4"])
-def test_a_decode_near_the_pools_bound_reuses_its_memory(codec: str) -> None:
+def test_a_decode_near_the_pools_bound_reuses_its_memory(codec: str, empty_pools: None) -> None:
     """~290 MB of columns, under the column pool's 512 MiB: the next decode of that shape
     fills the same pages (columns reserved for a whole decode take what they ask for, a
     buffer doubled past its use is cut when given back, and columns a decode leaves empty
     take no spares), even after a decode of other columns."""
-    from kcodec.columnar import release_spare_buffers
-    batch = kcodec.BatchBuilder(compression=codec)
-    for i in range(1000):
-        batch.append(bytes([i % 251]) * 1024, key=b"k%d" % i, timestamp=TS)
-    log = batch.build() * 280
-    try:
-        _fresh_pages(lambda: kcodec.decode_columns(log))
-        kcodec.decode_columns(log[:len(log) // 280], include_headers=True, metadata=True)
-        assert _fresh_pages(lambda: kcodec.decode_columns(log)) < 100   # of ~70 000 pages
-    finally:
-        release_spare_buffers()
+    log = _copies(1024, 280, codec)
+    _fresh_pages(lambda: kcodec.decode_columns(log))
+    kcodec.decode_columns(log[:len(log) // 280], include_headers=True, metadata=True)
+    assert _fresh_pages(lambda: kcodec.decode_columns(log)) < 100   # of ~70 000 pages
 
 
-@pytest.mark.skipif(sys.platform != "linux" or UNDER_ASAN,
-                    reason="counts Linux's minor page faults, of glibc's allocator")
-def test_inputs_of_two_shapes_in_turn_reuse_their_memory() -> None:
+@counts_fresh_pages
+def test_inputs_of_two_shapes_in_turn_reuse_their_memory(empty_pools: None) -> None:
     """Values of uncompressed records are guessed by their share of the records, not by
     last time's bytes per record: decodes of 100-byte and 1 KiB values in turn each find
     spares of their size."""
-    from kcodec.columnar import release_spare_buffers
-
-    def log_of(value_size: int, batches: int) -> bytes:
-        batch = kcodec.BatchBuilder()
-        for i in range(1000):
-            batch.append(bytes([i % 251]) * value_size, key=b"k%d" % i, timestamp=TS)
-        return batch.build() * batches
-
-    small, large = log_of(100, 100), log_of(1024, 40)
-    try:
-        for _ in range(2):
-            kcodec.decode_columns(small)
-            kcodec.decode_columns(large)
-        assert _fresh_pages(lambda: kcodec.decode_columns(small)) < 100
-        assert _fresh_pages(lambda: kcodec.decode_columns(large)) < 100
-    finally:
-        release_spare_buffers()
+    small, large = _copies(100, 100), _copies(1024, 40)
+    for _ in range(2):
+        kcodec.decode_columns(small)
+        kcodec.decode_columns(large)
+    assert _fresh_pages(lambda: kcodec.decode_columns(small)) < 100
+    assert _fresh_pages(lambda: kcodec.decode_columns(large)) < 100
 
 
-@pytest.mark.skipif(sys.platform != "linux" or UNDER_ASAN,
-                    reason="counts Linux's minor page faults, of glibc's allocator")
-def test_decodes_in_both_layouts_in_turn_reuse_their_memory() -> None:
+@counts_fresh_pages
+def test_decodes_in_both_layouts_in_turn_reuse_their_memory(empty_pools: None) -> None:
     """A decode to binary views, which has no offsets columns, leaves the sizes they took
     last time for the next decode in the binary layout."""
     pytest.importorskip("pyarrow")
-    from kcodec.columnar import release_spare_buffers
-    log = b"".join(_batch_of(base, 1000, 1024) for base in range(0, 100_000, 1000))
-    try:
-        for _ in range(2):
-            kcodec.decode_columns(log)
-            kcodec.decode_arrow(log, binary_view=True)
-        assert _fresh_pages(lambda: kcodec.decode_columns(log)) < 100
-    finally:
-        release_spare_buffers()
+    log = _copies(1024, 100)
+    for _ in range(2):
+        kcodec.decode_columns(log)
+        kcodec.decode_arrow(log, binary_view=True)
+    assert _fresh_pages(lambda: kcodec.decode_columns(log)) < 100
 
 
-@pytest.mark.skipif(sys.platform != "linux" or UNDER_ASAN,
-                    reason="counts Linux's minor page faults, of glibc's allocator")
-def test_binary_views_of_many_batches_reuse_their_decompressed_records() -> None:
+@counts_fresh_pages
+def test_binary_views_of_many_batches_reuse_their_decompressed_records(
+        empty_pools: None) -> None:
     """Views keep each compressed batch's records (1000 batches of ~110 kB here); when the
     table goes they return to the decompression pool, and the next decode of that shape
     fills them, even after a decode of other columns."""
     pytest.importorskip("pyarrow")
-    from kcodec.columnar import release_spare_buffers
-    batch = kcodec.BatchBuilder(compression="lz4")
-    for i in range(1000):
-        batch.append(bytes([i % 251]) * 100, key=b"k%d" % i, timestamp=TS)
-    log = batch.build() * 1000
-    try:
-        first = _fresh_pages(lambda: kcodec.decode_arrow(log, binary_view=True))
-        kcodec.decode_columns(log[:len(log) // 1000], include_headers=True, metadata=True)
-        # (pyarrow's and Python's own objects may take a few fresh pages)
-        assert _fresh_pages(lambda: kcodec.decode_arrow(log, binary_view=True)) < first / 50
-    finally:
-        release_spare_buffers()
+    log = _copies(100, 1000, "lz4")
+    first = _fresh_pages(lambda: kcodec.decode_arrow(log, binary_view=True))
+    kcodec.decode_arrow(log, binary_view=True)   # its spares settle to their sizes
+    kcodec.decode_columns(log[:len(log) // 1000], include_headers=True, metadata=True)
+    # (pyarrow's and Python's own objects may take a few fresh pages)
+    assert _fresh_pages(lambda: kcodec.decode_arrow(log, binary_view=True)) < first / 50
 
 
 def test_huge_values_do_not_inflate_the_next_decode() -> None:
