@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 import threading
+from collections.abc import Callable
 
 import cramjam
 
@@ -125,6 +126,19 @@ def compute_scaling(rounds: int) -> float:
     return medians["one"] / medians["two"]
 
 
+def decoders(data: bytes) -> dict[str, Callable[[], object]]:
+    """decode_columns, decode_arrow and decode_arrow with binary views, each with 1 and 2
+    threads."""
+    return {
+        "columns": lambda: kcodec.decode_columns(data),
+        "columns x2": lambda: kcodec.decode_columns(data, threads=2),
+        "arrow": lambda: kcodec.decode_arrow(data),
+        "arrow x2": lambda: kcodec.decode_arrow(data, threads=2),
+        "arrow views": lambda: kcodec.decode_arrow(data, binary_view=True),
+        "arrow views x2": lambda: kcodec.decode_arrow(data, binary_view=True, threads=2),
+    }
+
+
 def scaling_by_size(codecs_: list[str], rounds: int) -> list[tuple[str, float, float, float]]:
     """Two threads against one on 100 B records, for the bench's input and one ten times as
     large: what a call costs besides decoding (handing work to the helper thread, joining
@@ -133,17 +147,10 @@ def scaling_by_size(codecs_: list[str], rounds: int) -> list[tuple[str, float, f
     for codec in codecs_:
         for batches in (BATCHES, 10 * BATCHES):
             data = make_log(codec, 100, batches)
-            medians = interleaved({
-                "arrow": lambda: kcodec.decode_arrow(data),
-                "arrow x2": lambda: kcodec.decode_arrow(data, threads=2),
-                "views": lambda: kcodec.decode_arrow(data, binary_view=True),
-                "views x2": lambda: kcodec.decode_arrow(data, binary_view=True, threads=2),
-                "columns": lambda: kcodec.decode_columns(data),
-                "columns x2": lambda: kcodec.decode_columns(data, threads=2),
-            }, rounds)
+            medians = interleaved(decoders(data), rounds)
             out.append((f"{codec} 100 B x {batches * PER_BATCH:,}",
                         medians["arrow"] / medians["arrow x2"],
-                        medians["views"] / medians["views x2"],
+                        medians["arrow views"] / medians["arrow views x2"],
                         medians["columns"] / medians["columns x2"]))
     return out
 
@@ -170,12 +177,7 @@ def main() -> int:
         data = make_log(codec, size)
         parts = [bytes(b.buffer) for b in kcodec.read_batches(data)]
         contenders = {
-            "columns": lambda: kcodec.decode_columns(data),
-            "columns x2": lambda: kcodec.decode_columns(data, threads=2),
-            "arrow": lambda: kcodec.decode_arrow(data),
-            "arrow x2": lambda: kcodec.decode_arrow(data, threads=2),
-            "arrow views": lambda: kcodec.decode_arrow(data, binary_view=True),
-            "arrow views x2": lambda: kcodec.decode_arrow(data, binary_view=True, threads=2),
+            **decoders(data),
             "rows": lambda: read_kcodec(data),
             "aiokafka": lambda: aiokafka_rows(parts),
         }

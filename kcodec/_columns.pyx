@@ -979,6 +979,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
         raise MemoryError()
     cdef size_t records = 0, key_bytes, value_bytes, region_bytes = 0, most_bytes = 0
     cdef size_t v2_region = 0, key_want, value_want
+    cdef double key_guess, value_guess
     cdef size_t legacy_keys = 0, legacy_values = 0   # of LegacyRuns, copied even as views
     cdef bint wrappers = False                        # LegacyBatch entries
     cdef Py_ssize_t section
@@ -1021,17 +1022,15 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                                                        <double>most_bytes))
         key_want, value_want = key_bytes, value_bytes
     else:
-        key_bytes = <size_t>min(_per_record[KEY_DATA] * records, <double>most_bytes)
-        if plain and v2_region:
-            value_bytes = min(legacy_values + <size_t>(_value_share * v2_region) + 4096,
-                              region_bytes)
-        else:
-            value_bytes = (<size_t>min(_per_record[VALUE_DATA] * records, <double>most_bytes)
-                           or region_bytes)
-        # a spare may be larger than the bound on a guess: it costs no fresh memory
-        key_want = <size_t>min(_per_record[KEY_DATA] * records, <double>SPARE_TOTAL_BYTES)
-        value_want = value_bytes if plain and v2_region else <size_t>min(
-            _per_record[VALUE_DATA] * records, <double>SPARE_TOTAL_BYTES)
+        key_guess = _per_record[KEY_DATA] * records
+        value_guess = (min(legacy_values + _value_share * v2_region + 4096, <double>region_bytes)
+                       if plain and v2_region else _per_record[VALUE_DATA] * records)
+        key_bytes = <size_t>min(key_guess, <double>most_bytes)
+        value_bytes = <size_t>min(value_guess, <double>most_bytes) or region_bytes
+        # a spare may be larger than the bound on a guess: it costs no fresh memory (and
+        # none is larger than the pool)
+        key_want = <size_t>min(key_guess, <double>SPARE_TOTAL_BYTES)
+        value_want = <size_t>min(value_guess, <double>SPARE_TOTAL_BYTES)
         if (room_for is None and plain and want & KC_COL_VALUE and offsets[0] <= INT64_MIN
                 and offsets[1] >= INT64_MAX and timestamps[0] <= INT64_MIN
                 and timestamps[1] >= INT64_MAX):
