@@ -59,7 +59,7 @@ EXTENSIONS = [
     extension("_batch"),
     extension("_builder"),
     extension("_headers_first"),
-    extension("_columns", "columns.c"),
+    extension("_columns", "columns.c", "size_hint.c", "snappy_block.c"),
     extension("_bitmaps"),
 ]
 

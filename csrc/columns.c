@@ -22,14 +22,6 @@
 #define KC_PREFETCH_WRITE(p) ((void)(p))
 #endif
 
-#if defined(_MSC_VER)
-#define KC_ALWAYS_INLINE __forceinline
-#define KC_NOINLINE __declspec(noinline)
-#else
-#define KC_ALWAYS_INLINE inline __attribute__((always_inline))
-#define KC_NOINLINE __attribute__((noinline))
-#endif
-
 /* Room for `extra` more bytes: a buffer growing batch by batch doubles; one sized for a
  * whole decode up front (`exact`) takes what it asked for and an eighth, so that it goes
  * back to the column pool (kcodec/_columns.pyx) about as large as the next decode of that
@@ -710,6 +702,19 @@ static KC_ALWAYS_INLINE int decode_any(kc_columns *c, const kc_batch_info *b, co
                        decoded);
 }
 
+/* Adds what records decoded from `from` to `to` took to c's decoded_ counters, when no
+ * record was left out by a range (the counters are to say what records take). */
+static void count_decoded(kc_columns *c, const kc_batch_info *b, int64_t records_before,
+                          size_t values_before, const uint8_t *from, const uint8_t *to)
+{
+    if (b->offset_lo != INT64_MIN || b->offset_hi != INT64_MAX ||
+        b->timestamp_lo != INT64_MIN || b->timestamp_hi != INT64_MAX)
+        return;
+    c->decoded_records += c->n - records_before;
+    c->decoded_bytes += to - from;
+    c->decoded_value_bytes += (int64_t)(c->value_data.len - values_before);
+}
+
 int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
                       int32_t count, const uint8_t **err_at)
 {
@@ -721,7 +726,12 @@ int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, c
         *err_at = end;
         return KC_ERR_EOF;
     }
-    return decode_any(c, b, p, end, count, err_at, 0, NULL);
+    const int64_t records_before = c->n;
+    const size_t values_before = c->value_data.len;
+    int status = decode_any(c, b, p, end, count, err_at, 0, NULL);
+    if (status == KC_OK)
+        count_decoded(c, b, records_before, values_before, p, end);
+    return status;
 }
 
 int kc_decode_whole_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p,
@@ -736,7 +746,12 @@ int kc_decode_whole_records(kc_columns *c, const kc_batch_info *b, const uint8_t
         max = (int32_t)fit;
     if (max <= 0)
         return KC_OK;
-    return decode_any(c, b, p, end, max, boundary, 1, decoded);
+    const int64_t records_before = c->n;
+    const size_t values_before = c->value_data.len;
+    int status = decode_any(c, b, p, end, max, boundary, 1, decoded);
+    if (status == KC_OK)
+        count_decoded(c, b, records_before, values_before, p, *boundary);
+    return status;
 }
 
 int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,

@@ -63,6 +63,10 @@ typedef struct {
     kc_buf producer_epoch;     /* int16 */
     kc_buf sequence;           /* int32 */
     kc_buf is_transactional, is_control;  /* uint8 */
+    /* What the records decoded by kc_decode_records and kc_decode_whole_records took, where
+     * no range left any out: their bytes in the records regions and their values' bytes in
+     * value_data (with views, none). The caller sizes the next decode's columns by them. */
+    int64_t decoded_records, decoded_bytes, decoded_value_bytes;
 } kc_columns;
 
 /* What a batch contributes to every record, and the record filters. */

@@ -42,7 +42,7 @@ typedef struct {
 } kc_header;
 
 /* Reads a varint into *out, advancing *p; on failure sets *status and returns 0. */
-static inline int kc_take_varint(const uint8_t **p, const uint8_t *end, int32_t *out,
+static KC_ALWAYS_INLINE int kc_take_varint(const uint8_t **p, const uint8_t *end, int32_t *out,
                                  int strict, kc_status *status, kc_status on_truncated)
 {
     int n = kc_read_varint(*p, end, out, strict);
@@ -55,7 +55,7 @@ static inline int kc_take_varint(const uint8_t **p, const uint8_t *end, int32_t 
 }
 
 /* Reads a length-prefixed byte string (negative length: null, data set to NULL). */
-static inline int kc_take_bytes(const uint8_t **p, const uint8_t *end, const uint8_t **data,
+static KC_ALWAYS_INLINE int kc_take_bytes(const uint8_t **p, const uint8_t *end, const uint8_t **data,
                                 int32_t *len, int strict, kc_status *status)
 {
     if (!kc_take_varint(p, end, len, strict, status, KC_ERR_RECORD_SIZE))

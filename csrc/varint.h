@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include "inline.h"
+
 /* Results of the read functions: > 0 is the number of bytes consumed. */
 #define KC_VARINT_TRUNCATED 0      /* the input ended inside the varint */
 #define KC_VARINT_TOO_LONG (-1)    /* continuation bit set on the last allowed byte */
@@ -45,7 +47,7 @@ static inline int kc_read_raw(const uint8_t *p, const uint8_t *end, int bits, ui
     return KC_VARINT_TOO_LONG; /* not reached */
 }
 
-static inline int kc_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out, int strict)
+static KC_ALWAYS_INLINE int kc_read_varint(const uint8_t *p, const uint8_t *end, int32_t *out, int strict)
 {
     uint64_t raw;
     int n;
@@ -63,7 +65,7 @@ static inline int kc_read_varint(const uint8_t *p, const uint8_t *end, int32_t *
     return n;
 }
 
-static inline int kc_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out, int strict)
+static KC_ALWAYS_INLINE int kc_read_varlong(const uint8_t *p, const uint8_t *end, int64_t *out, int strict)
 {
     uint64_t raw;
     int n;

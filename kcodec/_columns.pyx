@@ -18,8 +18,8 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              KC_ERR_VIEW_RANGE, KC_OK, KC_VIEW_SIZE,
                              kc_append_record, kc_batch_info, kc_buf, kc_buf_reserve,
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
-                             kc_decode_records, kc_decode_whole_records, kc_gather,
-                             kc_gather_views)
+                             kc_decode_records, kc_decode_whole_records,
+                             kc_decompressed_size_range, kc_gather, kc_gather_views)
 from kcodec._layout cimport (ATTR_CODEC, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES)
 from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc, crc_matches,
@@ -65,9 +65,15 @@ cdef size_t _spare_cap[SPARES]
 cdef int _n_spares = 0
 cdef size_t _spare_bytes = 0
 cdef double _per_record[N_COLUMNS]  # items each column took per record in the last chunk
-# the bytes of values per byte of uncompressed v2 records, in the last decode that measured
-# it: about alike for inputs whose records differ in size, where bytes per record are not
-cdef double _value_share = 1.0
+# A v2 record's bytes, and of those the bytes that are not its value's (binary layout), in
+# the last decode that measured them. The second differs little between inputs whose values
+# differ in size (keys, headers and framing stay alike), where the bytes of values per
+# record do not: the values of a decode are guessed as its records' bytes less that.
+cdef double _record_bytes = 0
+cdef double _record_overhead = 0
+# by compression id, the decompressed size of the last batch decoded block by block over its
+# compressed size: what a batch whose framing states little likely inflates by
+cdef double _inflation[8]
 # with views, the bytes of keys and of values copied into buffer 0 (legacy ones) per record
 cdef double _copied_per_record[2]
 
@@ -107,15 +113,23 @@ cdef void _give_back(uint8_t *data, size_t cap, size_t used) noexcept:
     _spare_bytes += cap
 
 
-cdef void _adopt(kc_buf *b, size_t want) noexcept:
+cdef void _adopt(kc_buf *b, size_t want, bint guessed=False) noexcept:
     """Give b the smallest spare holding ``want`` bytes (keeping b's content), if one is
-    at most twice that: larger ones are left for the columns that need them."""
+    at most twice that (larger ones are left for the columns that need them), else, when
+    ``want`` is a guess (keys and values), the largest holding three quarters of it: a
+    spare cut to what a decode of this shape used may hold it all though the guess
+    passes it."""
     cdef int best = -1, i
     if want <= b.cap:
         return
     for i in range(_n_spares):
         if want <= _spare_cap[i] <= 2 * want and (best < 0 or _spare_cap[i] < _spare_cap[best]):
             best = i
+    if best < 0 and guessed:
+        for i in range(_n_spares):
+            if (max(want - want // 4, b.len) <= _spare_cap[i] < want and
+                    (best < 0 or _spare_cap[i] > _spare_cap[best])):
+                best = i
     if best < 0:
         return
     cdef uint8_t *data = _spare_data[best]
@@ -260,8 +274,8 @@ cdef void _adopt_spares(kc_columns *c, size_t records, size_t key_bytes,
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
     _buffers(c, bufs)
-    _adopt(bufs[KEY_DATA], key_bytes if c.want & KC_COL_KEY else 0)
-    _adopt(bufs[VALUE_DATA], value_bytes if c.want & KC_COL_VALUE else 0)
+    _adopt(bufs[KEY_DATA], key_bytes if c.want & KC_COL_KEY else 0, True)
+    _adopt(bufs[VALUE_DATA], value_bytes if c.want & KC_COL_VALUE else 0, True)
     for i in range(N_COLUMNS):
         if _per_record[i] > 0 and _in_layout(c, i) and not _is_data(i):
             _adopt(bufs[i], <size_t>min(_per_record[i] * records * _item_size(c, i),
@@ -271,15 +285,18 @@ cdef void _adopt_spares(kc_columns *c, size_t records, size_t key_bytes,
 cdef void _remember_sizes(_Chunk chunk) noexcept:
     """Remember each column's items per planned record (not bytes: Arrow's layout has
     narrower offsets and wider timestamp types than numpy's): the next chunk of a stream,
-    or a part of this one decoded by another thread, has about the same shape; and the
-    share of values in uncompressed records, where this decode measured it."""
-    global _value_share
+    or a part of this one decoded by another thread, has about the same shape; and what
+    the v2 records took (_record_bytes, _record_overhead)."""
+    global _record_bytes, _record_overhead
     cdef kc_columns *c = &chunk.c
     cdef size_t records = chunk.planned
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
-    if chunk.plain_region:
-        _value_share = <double>(c.value_data.len - chunk.legacy_values) / chunk.plain_region
+    if c.decoded_records:
+        _record_bytes = <double>c.decoded_bytes / c.decoded_records
+        if c.want & KC_COL_VALUE and not c.want & KC_COL_VIEWS:
+            _record_overhead = (<double>(c.decoded_bytes - c.decoded_value_bytes) /
+                                c.decoded_records)
     if records == 0:
         return
     _buffers(c, bufs)
@@ -315,10 +332,6 @@ cdef class _Chunk:
     # sizes are remembered per planned record, so that the next decode of alike input,
     # planning alike, reserves what this one took
     cdef size_t planned
-    # the bytes of uncompressed v2 records when every value of the decode lies in them or
-    # is a legacy one (legacy_values' bytes) and none was left out by a range (else 0)
-    cdef size_t plain_region
-    cdef size_t legacy_values
 
     def __dealloc__(self):
         kc_columns_free(&self.c)
@@ -590,6 +603,7 @@ cdef struct _Snapshot:
     size_t lens[N_COLUMNS]
     int64_t n
     int64_t n_headers
+    int64_t decoded_records, decoded_bytes, decoded_value_bytes
 
 
 cdef void _snapshot(kc_columns *c, _Snapshot *s) noexcept:
@@ -600,6 +614,9 @@ cdef void _snapshot(kc_columns *c, _Snapshot *s) noexcept:
         s.lens[i] = bufs[i].len
     s.n = c.n
     s.n_headers = c.n_headers
+    s.decoded_records = c.decoded_records
+    s.decoded_bytes = c.decoded_bytes
+    s.decoded_value_bytes = c.decoded_value_bytes
 
 
 cdef void _restore(kc_columns *c, _Snapshot *s) noexcept:
@@ -610,6 +627,9 @@ cdef void _restore(kc_columns *c, _Snapshot *s) noexcept:
         bufs[i].len = s.lens[i]
     c.n = s.n
     c.n_headers = s.n_headers
+    c.decoded_records = s.decoded_records
+    c.decoded_bytes = s.decoded_bytes
+    c.decoded_value_bytes = s.decoded_value_bytes
 
 
 cdef struct _BlockByBlock:
@@ -685,14 +705,22 @@ cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validat
     if validate_crc and crc32c_update(0, p + 21, <size_t>(n - 21)) != <uint32_t>batch.crc:
         return False   # the ordinary path raises the checksum error
     limit = get_max_decompressed_size() if max_decompressed_size is None else max_decompressed_size
-    cdef Py_ssize_t guess = 4 * (n - header) + 1024
+    cdef int64_t stated_most
+    cdef double room
     run.keep = sources is not None
     run.in_place = not run.keep and chunk.c.want & KC_COL_VALUE
     if run.in_place:
         records = ScratchBuffer(lent=True)
         records.lend(chunk.c.value_data.data, chunk.c.value_data.cap, chunk.c.value_data.len)
     else:
-        records = ScratchBuffer(min(limit, guess if run.keep else min(guess, DROP_FROM)))
+        room = _region_guess(batch.compression_id, p + header, n - header, batch.record_count,
+                             True, &stated_most)
+        # and the room the LZ4 decoder asks for past the records: a whole block (the
+        # framing's top covers it)
+        if batch.compression_id == 3 and stated_most < INT64_MAX:
+            room = max(room, <double>stated_most)
+        room = min(room + 1024, <double>limit)
+        records = ScratchBuffer(<Py_ssize_t>(room if run.keep else min(room, DROP_FROM)))
     _fill_info(&task.info, batch, strict, offsets, timestamps)
     if run.keep:
         task.info.view_buffer = <int32_t>len(sources.found) + 1   # what place() gives it
@@ -734,6 +762,9 @@ cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validat
     if stopped:
         _restore(&chunk.c, &before)
         return False
+    if chunk.c.decoded_bytes > before.decoded_bytes and n > header:   # (none left out)
+        _inflation[batch.compression_id] = (<double>(chunk.c.decoded_bytes - before.decoded_bytes)
+                                            / (n - header))
     if run.keep:
         _keep_decompressed(&task, records)
         sources.place(&task, records, False)
@@ -969,6 +1000,51 @@ cdef enum:
     GUESS_PAST_UNCOMPRESSED = 64 * 1024 * 1024
 
 
+def decompressed_size_range(int compression_id, const uint8_t[::1] section):
+    """(low, likely, high): the range a compressed records section's framing states for
+    its decompressed size and the size it makes likely, or -1 (csrc/size_hint.h);
+    (0, -1, 2**63 - 1) when it states nothing."""
+    cdef int64_t low, likely, high
+    kc_decompressed_size_range(compression_id, &section[0] if section.shape[0] else NULL,
+                               <size_t>section.shape[0], &low, &likely, &high)
+    return low, likely, high
+
+
+cdef double _region_guess(int compression_id, const uint8_t *section, Py_ssize_t n,
+                          Py_ssize_t records, bint framed, int64_t *most) noexcept:
+    """The likely decompressed size of a compressed records section of ``n`` bytes: what
+    its framing makes likely (``framed``: magic 2's; csrc/size_hint.h), else the
+    compressed size times the last batch of its codec's inflation (or as many bytes a
+    record as the last decode measured, at first 4 times the compressed size), within the
+    range the framing states, whose top goes to ``most``. Inputs of another shape than the
+    last one's are then guessed about right too, wherever the framing says enough. The
+    record count is the batch's word: no more are counted than the compressed bytes."""
+    cdef int64_t low = 0, likely = -1, high = INT64_MAX
+    cdef double guess = (_record_bytes * min(max(records, 0), n) if _record_bytes
+                         else 4.0 * n)
+    if framed and n > 0:
+        kc_decompressed_size_range(compression_id, section, <size_t>n, &low, &likely, &high)
+    most[0] = high
+    if likely >= 0:
+        return likely
+    if 0 < compression_id < 8 and _inflation[compression_id]:
+        guess = _inflation[compression_id] * n
+    return min(max(guess, <double>low), <double>high)
+
+
+cdef double _batch_region_guess(object batch, Py_ssize_t records) except -1:
+    """_region_guess of a compressed RecordBatch."""
+    cdef Py_buffer view
+    cdef int64_t most
+    cdef Py_ssize_t header = batch.header_size
+    PyObject_GetBuffer(batch.buffer, &view, PyBUF_SIMPLE)
+    try:
+        return _region_guess(batch.compression_id, <const uint8_t *>view.buf + header,
+                             max(view.len - header, 0), records, batch.magic == 2, &most)
+    finally:
+        PyBuffer_Release(&view)
+
+
 cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                     max_decompressed_size, bint validate_crc, bint views, room_for):
     if views:
@@ -978,23 +1054,26 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     if kc_columns_init(&chunk.c, want) < 0:
         raise MemoryError()
     cdef size_t records = 0, key_bytes, value_bytes, region_bytes = 0, most_bytes = 0
-    cdef size_t v2_region = 0, key_want, value_want
-    cdef double key_guess, value_guess
+    cdef size_t key_want, value_want, wrappers = 0   # LegacyBatch entries
+    cdef double key_guess, value_guess, v2_values = 0
     cdef size_t legacy_keys = 0, legacy_values = 0   # of LegacyRuns, copied even as views
-    cdef bint wrappers = False                        # LegacyBatch entries
-    cdef Py_ssize_t section
+    cdef Py_ssize_t section, count
     for entry in entries if room_for is None else room_for:
         if type(entry) is RecordBatch:
             # counts come from the data: reserve for no more records than the bytes can
             # hold (at least 5 each uncompressed; compressed, 1 a byte, growing later)
             section = max(entry.size - entry.header_size, 0)
-            records += min(max(entry.record_count, 0),
-                           section if entry.compression_id else section // 5)
+            count = min(max(entry.record_count, 0),
+                        section if entry.compression_id else section // 5)
+            records += count
             if not entry.compression_id:
                 region_bytes += section
-                v2_region += section
+                v2_values += max(section - _record_overhead * count, 0)
             else:
                 most_bytes = GUESS_PAST_UNCOMPRESSED
+                if want & KC_COL_VALUE and not views:
+                    v2_values += max(_batch_region_guess(entry, count) - _record_overhead * count,
+                                     0)
         elif type(entry) is LegacyRun:   # keys and values within its bytes
             records += (<LegacyRun>entry).n
             region_bytes += (<LegacyRun>entry).size
@@ -1003,15 +1082,14 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
         else:
             records += 1
             most_bytes = GUESS_PAST_UNCOMPRESSED
-            wrappers = True
+            wrappers += 1
     chunk.planned = records
-    cdef bint plain = most_bytes == 0   # every value lies in region_bytes
-    # keys and values: as many bytes per record as last time, or at first (values) the
-    # uncompressed records' size; they grow as needed. The guess is bounded by what the
+    # Keys: as many bytes per record as last time. Values: the v2 records' bytes (of
+    # compressed ones, as _region_guess puts them) less the bytes per record that were not
+    # values last time, legacy runs' as they state, and wrappers' as many per wrapper as
+    # last time. Either grows as needed. The reservation is bounded by what the
     # uncompressed records can hold (and a little more for the others), lest a chunk of a
-    # few huge values make the next one reserve as much for each of its records. Values of
-    # uncompressed records are guessed by their share of the records instead: records of
-    # other sizes than last time's have about the same share of values, not the same size.
+    # few huge values make the next one reserve as much for each of its records.
     most_bytes += region_bytes
     if views:   # only legacy keys and values are copied, into buffer 0
         key_bytes, value_bytes = legacy_keys, legacy_values
@@ -1023,20 +1101,18 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
         key_want, value_want = key_bytes, value_bytes
     else:
         key_guess = _per_record[KEY_DATA] * records
-        value_guess = (min(legacy_values + _value_share * v2_region + 4096, <double>region_bytes)
-                       if plain and v2_region else _per_record[VALUE_DATA] * records)
+        value_guess = legacy_values + v2_values + _per_record[VALUE_DATA] * wrappers + 4096
         key_bytes = <size_t>min(key_guess, <double>most_bytes)
         value_bytes = <size_t>min(value_guess, <double>most_bytes) or region_bytes
         # a spare may be larger than the bound on a guess: it costs no fresh memory (and
         # none is larger than the pool)
         key_want = <size_t>min(key_guess, <double>SPARE_TOTAL_BYTES)
         value_want = <size_t>min(value_guess, <double>SPARE_TOTAL_BYTES)
-        if (room_for is None and plain and want & KC_COL_VALUE and offsets[0] <= INT64_MIN
-                and offsets[1] >= INT64_MAX and timestamps[0] <= INT64_MIN
-                and timestamps[1] >= INT64_MAX):
-            chunk.plain_region = v2_region
-            chunk.legacy_values = legacy_values
     _adopt_spares(&chunk.c, records, key_want, value_want)
+    if chunk.c.key_data.cap:     # a spare a little smaller than the guess is not grown
+        key_bytes = min(key_bytes, chunk.c.key_data.cap)   # before it needs to be
+    if chunk.c.value_data.cap:
+        value_bytes = min(value_bytes, chunk.c.value_data.cap)
     if kc_columns_reserve(&chunk.c, records, key_bytes, value_bytes) < 0:
         raise MemoryError()
     offsets = (max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX))

@@ -126,12 +126,16 @@ cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
                         BlockHook *hook) except -1:
     """What python-zstandard's stream ``reader`` gives, into sink a window at a time,
     calling ``hook`` after each window; 1 when the hook stopped it. (Dropping what the
-    hook is done with is safe: the decoder keeps its own history.)"""
-    cdef Py_ssize_t got
+    hook is done with is safe: the decoder keeps its own history.) A window is the room
+    the sink has, up to ZSTD_WINDOW: the sink grows only once full, so one sized for the
+    output is not grown past it."""
+    cdef Py_ssize_t got, room
     cdef bint stopped
     while True:
-        got = reader.readinto(sink.window(min(ZSTD_WINDOW,
-                                              limit - _dropped(hook) - sink.length + 1)))
+        room = <Py_ssize_t>sink.mem.capacity - sink.length
+        if room <= 0 or room > ZSTD_WINDOW:
+            room = ZSTD_WINDOW
+        got = reader.readinto(sink.window(min(room, limit - _dropped(hook) - sink.length + 1)))
         if not got:
             return 0
         sink.length += got

@@ -27,6 +27,11 @@ cdef extern from "snappy_block.h" nogil:
     ptrdiff_t kc_snappy_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
 
 
+cdef extern from "size_hint.h" nogil:
+    void kc_decompressed_size_range(int codec, const uint8_t *p, size_t n, int64_t *low,
+                                    int64_t *likely, int64_t *high)
+
+
 cdef extern from "endian.h" nogil:
     uint16_t kc_get_be16(const uint8_t *p)
     uint32_t kc_get_be32(const uint8_t *p)
@@ -131,6 +136,7 @@ cdef extern from "columns.h" nogil:
         kc_buf sequence
         kc_buf is_transactional
         kc_buf is_control
+        int64_t decoded_records, decoded_bytes, decoded_value_bytes
 
     ctypedef struct kc_batch_info:
         int64_t base_offset

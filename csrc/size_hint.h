@@ -1,0 +1,27 @@
+/*
+ * What a compressed records section's own framing says of its decompressed size, read
+ * before decompressing it: a likely range, for reserving columns and buffers of about the
+ * right size up front. The bytes are not trusted: callers bound what they reserve on it,
+ * and the decoders check every size for real.
+ *
+ *   gzip (1):   the trailer's ISIZE, the size modulo 2^32 (Kafka writes one member);
+ *   snappy (2): the sum of the xerial blocks' stated lengths, or the raw block's;
+ *   lz4 (3):    the frame's content size when it has one; else stored blocks as they are,
+ *               compressed ones full (writers fill every block but the last) and the last
+ *               from 1 byte to full, likely decompressing at the others' ratio;
+ *   zstd (4):   the first frame's content size when its header states one; else its
+ *               raw and RLE blocks as they are, compressed ones up to the block size.
+ * Otherwise, or when the framing cannot be read, the range is [0, INT64_MAX]. *likely is
+ * the size within [*low, *high] the framing makes likely, or -1 when it says nothing of
+ * that (a range of one compressed block, or none).
+ */
+#ifndef KCODEC_SIZE_HINT_H
+#define KCODEC_SIZE_HINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void kc_decompressed_size_range(int codec, const uint8_t *p, size_t n, int64_t *low,
+                                int64_t *likely, int64_t *high);
+
+#endif
