@@ -596,12 +596,6 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
     for (i = 0; i < count; i++) {
         kc_record r;
         const uint8_t *start = p;
-        if (whole_only) {   /* stop before a record that is not whole (or is malformed) */
-            int32_t length;
-            int n = kc_read_varint(p, end, &length, 0);
-            if (n <= 0 || length < 4 || length > end - p - n)
-                break;
-        }
         if (prefetched < prefetch_len) {
             prefetch_due = prefetch_len - prefetch_due > prefetch_step
                                ? prefetch_due + prefetch_step : prefetch_len;
@@ -611,6 +605,10 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
         status = meta_only ? kc_scan_meta(&p, end, has_attributes, strict, &r)
                            : kc_scan_record(&p, end, has_attributes, strict, &r);
         if (status != KC_OK) {
+            if (whole_only && status == KC_ERR_EOF) {   /* not whole yet: the next block */
+                status = KC_OK;                          /* completes it */
+                break;
+            }
             *err_at = start;
             goto done;
         }

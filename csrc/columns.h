@@ -125,10 +125,9 @@ int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, c
                       int32_t count, const uint8_t **err_at);
 
 /* Decodes as kc_decode_records does the records (at most `max`) that lie whole in
- * [p, end), judged by their length prefixes, and stops before the first that does not (or
- * whose length prefix is malformed or states under 4 bytes, left to kc_decode_records to
- * judge): *decoded records, ending at *boundary. Lets a batch be decoded block by block as
- * it is decompressed. */
+ * [p, end), judged by their length prefixes, and stops before the first that does not:
+ * *decoded records, ending at *boundary (a malformed record is an error, as there). Lets a
+ * batch be decoded block by block as it is decompressed. */
 int kc_decode_whole_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p,
                             const uint8_t *end, int32_t max, const uint8_t **boundary,
                             int32_t *decoded);

@@ -725,7 +725,10 @@ def test_batches_decoded_block_by_block_keep_every_verdict(codec: str, views: bo
         length, after = kcodec.decode_varint(records, at)
         at = after + length
     damaged[at] = damaged[at] & 0x80 | (damaged[at] + 2) & 0x7F   # its length, 1 more
+    empty = bytearray(records)
+    empty[at:at + 2] = b"\0\0"   # its length 0, then a record of length 0 too
     for bad in [_compressed_batch_of_records(codec, header, bytes(damaged), 16000, 16000),
+                _compressed_batch_of_records(codec, header, bytes(empty), 16000, 16000),
                 _compressed_batch_of_records(codec, header, records, 16001, 16000),
                 _compressed_batch_of_records(codec, header, records + b"\0\0", 16000, 16000),
                 _compressed_batch_of_records(codec, header, records, 2**31 - 1, 16000)]:
