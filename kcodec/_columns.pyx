@@ -1032,11 +1032,22 @@ cdef double _region_guess(int compression_id, const uint8_t *section, Py_ssize_t
     return min(max(guess, <double>low), <double>high)
 
 
+cdef enum:
+    # compressed sections shorter than this are guessed without reading their framing: a
+    # batch of a few records, whose guess weighs little, would pay more for the reading
+    # than for its decoding
+    FRAMING_WORTH_READING = 4096
+
+
 cdef double _batch_region_guess(object batch, Py_ssize_t records) except -1:
     """_region_guess of a compressed RecordBatch."""
     cdef Py_buffer view
     cdef int64_t most
     cdef Py_ssize_t header = batch.header_size
+    cdef Py_ssize_t section = batch.size - header
+    if section < FRAMING_WORTH_READING:
+        return _region_guess(batch.compression_id, NULL, max(section, 0), records, False,
+                             &most)
     PyObject_GetBuffer(batch.buffer, &view, PyBUF_SIMPLE)
     try:
         return _region_guess(batch.compression_id, <const uint8_t *>view.buf + header,
