@@ -1,7 +1,9 @@
-/* Big-endian loads and stores for Kafka's fixed-width fields. */
+/* Big-endian loads and stores for Kafka's fixed-width fields, and little-endian loads for
+ * the codecs' framings. */
 #ifndef KCODEC_ENDIAN_H
 #define KCODEC_ENDIAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 static inline uint16_t kc_get_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
@@ -34,6 +36,15 @@ static inline void kc_put_be64(uint8_t *p, uint64_t v)
 {
     kc_put_be32(p, (uint32_t)(v >> 32));
     kc_put_be32(p + 4, (uint32_t)v);
+}
+
+/* `bytes` (at most 8) little-endian bytes, as the codecs' framings store their sizes. */
+static inline uint64_t kc_get_le(const uint8_t *p, size_t bytes)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < bytes; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
 }
 
 #endif

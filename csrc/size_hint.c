@@ -4,17 +4,6 @@
 #include "endian.h"
 #include "snappy_block.h"
 
-#include <string.h>
-
-static const uint8_t XERIAL_MAGIC[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
-
-static uint64_t get_le(const uint8_t *p, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 typedef struct {
     int64_t low, likely, high;
@@ -55,19 +44,19 @@ static int gzip_size(const uint8_t *p, size_t n, size_range *r)
 {
     if (n < 18 || p[0] != 0x1f || p[1] != 0x8b)
         return 0;
-    return exactly(get_le(p + n - 4, 4), r);
+    return exactly(kc_get_le(p + n - 4, 4), r);
 }
 
 static int snappy_size(const uint8_t *p, size_t n, size_range *r)
 {
-    if (n < 16 || memcmp(p, XERIAL_MAGIC, 8) != 0) {   /* a raw block */
+    if (n < 16 || !kc_xerial_magic(p)) {   /* a raw block */
         ptrdiff_t stated = kc_snappy_length(p, n);
         return stated >= 0 && exactly((uint64_t)stated, r);
     }
     uint64_t total = 0;
     size_t pos = 16;
     while (n - pos >= 4) {
-        if (n - pos >= 16 && memcmp(p + pos, XERIAL_MAGIC, 8) == 0) {   /* concatenated */
+        if (n - pos >= 16 && kc_xerial_magic(p + pos)) {   /* concatenated */
             pos += 16;
             continue;
         }
@@ -85,19 +74,19 @@ static int snappy_size(const uint8_t *p, size_t n, size_range *r)
 
 static int lz4_size(const uint8_t *p, size_t n, size_range *r)
 {
-    if (n < 7 || get_le(p, 4) != 0x184D2204)
+    if (n < 7 || kc_get_le(p, 4) != 0x184D2204)
         return 0;
     unsigned flg = p[4], block_id = (p[5] >> 4) & 7;
     if (block_id < 4)
         return 0;
     if (flg & 0x08)   /* content size */
-        return n >= 14 && exactly(get_le(p + 6, 8), r);
+        return n >= 14 && exactly(kc_get_le(p + 6, 8), r);
     const uint64_t max_block = (uint64_t)1 << (8 + 2 * block_id);   /* 64 KiB to 4 MiB */
     const size_t checksum = flg & 0x10 ? 4 : 0;
     uint64_t stored = 0, compressed = 0, before = 0, last = 0;
     size_t pos = 7;
     while (n - pos >= 4) {
-        uint32_t word = (uint32_t)get_le(p + pos, 4);
+        uint32_t word = (uint32_t)kc_get_le(p + pos, 4);
         size_t size = word & 0x7FFFFFFF;
         if (word == 0 || size + checksum > n - pos - 4)
             break;
@@ -121,7 +110,7 @@ static int zstd_blocks(const uint8_t *p, size_t n, size_t pos, uint64_t block_ma
 {
     uint64_t known = 0, compressed = 0;
     while (n - pos >= 3) {
-        uint32_t header = (uint32_t)get_le(p + pos, 3);
+        uint32_t header = (uint32_t)kc_get_le(p + pos, 3);
         uint32_t type = (header >> 1) & 3, size = header >> 3;
         size_t stored = type == 1 ? 1 : size;   /* an RLE block stores one byte */
         if (type == 3 || stored > n - pos - 3)
@@ -145,7 +134,7 @@ static int zstd_size(const uint8_t *p, size_t n, size_range *r)
     static const int DICTIONARY_ID_BYTES[4] = {0, 1, 2, 4};
     static const int CONTENT_SIZE_BYTES[4] = {0, 2, 4, 8};
     enum { MAX_BLOCK = 128 * 1024 };
-    if (n < 6 || get_le(p, 4) != 0xFD2FB528)
+    if (n < 6 || kc_get_le(p, 4) != 0xFD2FB528)
         return 0;
     unsigned descriptor = p[4];
     int single_segment = (descriptor >> 5) & 1;
@@ -156,7 +145,7 @@ static int zstd_size(const uint8_t *p, size_t n, size_range *r)
     if (n < at + (size_t)size_bytes)
         return 0;
     if (size_bytes) {
-        uint64_t size = get_le(p + at, size_bytes);
+        uint64_t size = kc_get_le(p + at, (size_t)size_bytes);
         return exactly(size_bytes == 2 ? size + 256 : size, r);
     }
     unsigned window = p[5];   /* not a single segment, so the window descriptor is here */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "copy_match.h"
+#include "endian.h"
 
 enum { MAX_LENGTH_BYTES = 5 };
 
@@ -29,14 +30,6 @@ ptrdiff_t kc_snappy_length(const uint8_t *src, size_t n)
     return read_length(src, n, &length) ? (ptrdiff_t)length : KC_SNAPPY_UNDECIDED;
 }
 
-static inline uint64_t le(const uint8_t *p, size_t bytes)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < bytes; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 ptrdiff_t kc_snappy_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
 {
     uint64_t stated;
@@ -58,7 +51,7 @@ ptrdiff_t kc_snappy_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap
                 extra = (size_t)length - 59;
                 if ((size_t)(iend - ip) < extra)
                     return KC_SNAPPY_UNDECIDED;
-                length = le(ip, extra);
+                length = kc_get_le(ip, extra);
                 ip += extra;
             }
             length += 1;
@@ -83,7 +76,7 @@ ptrdiff_t kc_snappy_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap
             if ((size_t)(iend - ip) < extra)
                 return KC_SNAPPY_UNDECIDED;
             length = 1 + (tag >> 2);
-            offset = le(ip, extra);
+            offset = kc_get_le(ip, extra);
             ip += extra;
             break;
         }

@@ -22,6 +22,13 @@
 enum { KC_SNAPPY_SLACK = 16 };
 #define KC_SNAPPY_UNDECIDED (-1)
 
+/* Whether p (at least 8 bytes) starts an xerial stream's header (snappy-java's magic). */
+static inline int kc_xerial_magic(const uint8_t *p)
+{
+    return p[0] == 0x82 && p[1] == 'S' && p[2] == 'N' && p[3] == 'A' && p[4] == 'P' &&
+           p[5] == 'P' && p[6] == 'Y' && p[7] == 0;
+}
+
 /* The length a block states (its varint prefix), or KC_SNAPPY_UNDECIDED. */
 ptrdiff_t kc_snappy_length(const uint8_t *src, size_t n);
 

@@ -1020,8 +1020,7 @@ cdef double _region_guess(int compression_id, const uint8_t *section, Py_ssize_t
     last one's are then guessed about right too, wherever the framing says enough. The
     record count is the batch's word: no more are counted than the compressed bytes."""
     cdef int64_t low = 0, likely = -1, high = INT64_MAX
-    cdef double guess = (_record_bytes * min(max(records, 0), n) if _record_bytes
-                         else 4.0 * n)
+    cdef double guess
     if framed and n > 0:
         kc_decompressed_size_range(compression_id, section, <size_t>n, &low, &likely, &high)
     most[0] = high
@@ -1029,6 +1028,10 @@ cdef double _region_guess(int compression_id, const uint8_t *section, Py_ssize_t
         return likely
     if 0 < compression_id < 8 and _inflation[compression_id]:
         guess = _inflation[compression_id] * n
+    elif _record_bytes:
+        guess = _record_bytes * min(max(records, 0), n)
+    else:
+        guess = 4.0 * n
     return min(max(guess, <double>low), <double>high)
 
 

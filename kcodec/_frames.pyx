@@ -18,7 +18,7 @@ import cramjam
 from kcodec._scratch cimport Scratch, ScratchBuffer
 from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
                              kc_lz4_block, kc_put_be32, kc_snappy_block, kc_snappy_length,
-                             kc_xxh32)
+                             kc_xerial_magic, kc_xxh32)
 
 from kcodec.errors import CompressionError, DecompressionLimitError
 
@@ -326,11 +326,6 @@ def snappy_into(data, Py_ssize_t limit, ScratchBuffer sink, Py_ssize_t enough=-1
         PyBuffer_Release(&view)
 
 
-cdef bint _xerial_magic(const uint8_t *p) noexcept nogil:
-    return (p[0] == 0x82 and p[1] == 0x53 and p[2] == 0x4E and p[3] == 0x41 and p[4] == 0x50
-            and p[5] == 0x50 and p[6] == 0x59 and p[7] == 0)
-
-
 cdef int snappy_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
                           ScratchBuffer sink, BlockHook *hook) except -1:
     """An xerial stream (or a raw snappy block) into sink, as snappy_into, calling ``hook``
@@ -340,7 +335,7 @@ cdef int snappy_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
 
 cdef int _snappy(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer sink,
                  Py_ssize_t enough, BlockHook *hook) except -1:
-    if n < 16 or not _xerial_magic(p):
+    if n < 16 or not kc_xerial_magic(p):
         _snappy_raw(p, n, limit - _dropped(hook), sink)  # a raw block, as librdkafka writes
         return _after_block(hook, &sink.mem, &sink.length)
     cdef Py_ssize_t pos = 16
@@ -377,7 +372,7 @@ cdef int _xerial_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssiz
     cdef const uint8_t *block
     cdef ptrdiff_t stated
     while n - pos[0] >= 4 and not 0 <= enough <= length[0]:  # Java ignores 1-3 trailing bytes
-        if n - pos[0] >= 16 and _xerial_magic(p + pos[0]):
+        if n - pos[0] >= 16 and kc_xerial_magic(p + pos[0]):
             pos[0] += 16  # concatenated xerial streams
             continue
         size = kc_get_be32(p + pos[0])

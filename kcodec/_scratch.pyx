@@ -60,6 +60,8 @@ cdef void _free_oldest(int count) noexcept:
     """Free the ``count`` spares given back longest ago (the first ones)."""
     global _n_spares, _spare_bytes
     cdef int i
+    if count == 0:
+        return
     for i in range(count):
         _spare_bytes -= _spares[i].capacity
         free(_spares[i].data)
