@@ -42,8 +42,9 @@ def column_rows(cols: dict[str, Any]) -> list[tuple[Any, ...]]:
             lo, hi = cols["header_key_offsets"][h], cols["header_key_offsets"][h + 1]
             key = cols["header_key_data"][lo:hi].tobytes().decode("utf-8", "replace")
             headers.append((key, span("header_value", h)))
-        out.append((int(cols["offset"][i]), int(cols["timestamp"][i]), span("key", i),
-                    span("value", i), headers))
+        value = span("value", i) if "value_valid" in cols else None   # (a scan: None)
+        out.append((int(cols["offset"][i]), int(cols["timestamp"][i]), span("key", i), value,
+                    headers))
     return out
 
 
@@ -698,27 +699,37 @@ def _compressed_batch_of_records(codec: str, header: bytes, records: bytes, coun
     return bytes(batch)
 
 
-def _decode(log: bytes, views: bool, **options: Any) -> Any:
-    if views:
+LAYOUTS = ["binary", "views", "scan"]
+
+
+def _decode(log: bytes, layout: str, **options: Any) -> Any:
+    """decode_columns (binary), decode_arrow with binary views, or a scan without values."""
+    if layout == "views":
         return kcodec.decode_arrow(log, binary_view=True, **options)
+    if layout == "scan":
+        return kcodec.decode_columns(log, columns=["offset", "timestamp", "key", "headers"],
+                                     **options)
     return kcodec.decode_columns(log, **options)
 
 
-@pytest.mark.parametrize("views", [False, True])
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("codec", ["lz4", "snappy", "zstd"])
-def test_batches_decoded_block_by_block_keep_every_verdict(codec: str, views: bool) -> None:
+def test_batches_decoded_block_by_block_keep_every_verdict(codec: str, layout: str) -> None:
     """LZ4, snappy and zstd batches are decoded as each block (of zstd, 512 KiB window) is
-    decompressed (past 4 MiB, without views, dropping the records decoded); a batch that
-    goes wrong part way is undone and given the ordinary verdict, and the batches before it
-    are intact."""
+    decompressed (without views, from a buffer that drops the records decoded past 512 KiB,
+    or for snappy's values straight in the value column); a batch that goes wrong part way
+    is undone and given the ordinary verdict, and the batches before it are intact."""
     good = _batch_of(0, 16000, 300)   # 5 MiB of records: ~80 LZ4 (~160 snappy) blocks
     header, records = good[:61], good[61:]
     compressed_good = _compressed_batch_of_records(codec, header, records, 16000)
     assert column_rows(kcodec.decode_columns(compressed_good, include_headers=True)) == (
         column_rows(kcodec.decode_columns(good, include_headers=True)))
-    if views:
-        assert _decode(compressed_good, views).column("value").to_pylist() == [
+    if layout == "views":
+        assert _decode(compressed_good, layout).column("value").to_pylist() == [
             bytes([i % 251]) * 300 for i in range(16000)]
+    if layout == "scan":
+        scan = _decode(compressed_good, layout)
+        assert column_rows(scan) == column_rows(_decode(good, layout))
     damaged = bytearray(records)
     at = 0
     for _ in range(15000):   # to record 15000, in a late block
@@ -733,7 +744,7 @@ def test_batches_decoded_block_by_block_keep_every_verdict(codec: str, views: bo
                 _compressed_batch_of_records(codec, header, records + b"\0\0", 16000, 16000),
                 _compressed_batch_of_records(codec, header, records, 2**31 - 1, 16000)]:
         with pytest.raises(InvalidRecordError) as caught:
-            _decode(compressed_good + bad, views)
+            _decode(compressed_good + bad, layout)
         assert caught.value.position == len(compressed_good)
     truncated = bytearray(compressed_good[:-9])   # the stream loses its last bytes
     truncated[8:12] = (len(truncated) - 12).to_bytes(4, "big")
@@ -741,21 +752,21 @@ def test_batches_decoded_block_by_block_keep_every_verdict(codec: str, views: bo
     with pytest.raises(KcodecError) as ordinary:   # the row reader's verdict
         [r for b in kcodec.read_batches(bytes(truncated)) for r in b]
     with pytest.raises(type(ordinary.value)):
-        _decode(bytes(truncated), views)
+        _decode(bytes(truncated), layout)
     # the limit counts every byte decompressed, also those decoded and dropped on the way,
     # and each batch's alone (not the values of the batches before it in the same column)
-    assert _decode(compressed_good * 2, views, max_decompressed_size=len(records))
+    assert _decode(compressed_good * 2, layout, max_decompressed_size=len(records))
     with pytest.raises(DecompressionLimitError):
-        _decode(compressed_good, views, max_decompressed_size=len(records) - 1)
+        _decode(compressed_good, layout, max_decompressed_size=len(records) - 1)
     with pytest.raises(DecompressionLimitError):
-        _decode(good + compressed_good, views, max_decompressed_size=len(records) - 1)
+        _decode(good + compressed_good, layout, max_decompressed_size=len(records) - 1)
 
 
-@pytest.mark.parametrize("views", [False, True])
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("codec", ["lz4", "snappy", "zstd"])
-def test_records_longer_than_many_blocks(codec: str, views: bool) -> None:
+def test_records_longer_than_many_blocks(codec: str, layout: str) -> None:
     """A record that spans many blocks, between short ones, lands whole (also past the
-    4 MiB from which decoded records are dropped)."""
+    512 KiB from which decoded records are dropped)."""
     values = [b"short %d" % i for i in range(50)]
     values += [bytes(range(256)) * 4096 + b"end"]   # 1 MiB: 16 LZ4 or 32 snappy blocks
     values += [b"after %d" % i for i in range(50)]
@@ -765,15 +776,18 @@ def test_records_longer_than_many_blocks(codec: str, views: bool) -> None:
     for value in values:
         builder.append(value, key=b"k", timestamp=TS)
     log = builder.build()
-    if views:
-        assert _decode(log, views).column("value").to_pylist() == values
+    if layout == "views":
+        assert _decode(log, layout).column("value").to_pylist() == values
+    elif layout == "scan":
+        assert column_rows(_decode(log, layout)) == [
+            (i, TS, b"k", None, []) for i in range(len(values))]
     else:
         cols = kcodec.decode_columns(log, include_headers=True)
         assert column_rows(cols) == [(i, TS, b"k", v, []) for i, v in enumerate(values)]
 
 
-@pytest.mark.parametrize("views", [False, True])
-def test_raw_snappy_batches(views: bool) -> None:
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_raw_snappy_batches(layout: str) -> None:
     """A snappy batch of one raw block, as librdkafka writes, decodes through the same
     block-by-block path; a corrupt one keeps the ordinary verdict."""
     import cramjam
@@ -783,19 +797,21 @@ def test_raw_snappy_batches(views: bool) -> None:
     raw[22] |= int(kcodec.Compression.SNAPPY)
     raw[8:12] = (len(raw) - 12).to_bytes(4, "big")
     raw[17:21] = kcodec.crc32c(bytes(raw[21:])).to_bytes(4, "big")
-    if views:
-        assert _decode(bytes(raw), views).column("value").to_pylist() == [
+    if layout == "views":
+        assert _decode(bytes(raw), layout).column("value").to_pylist() == [
             bytes([i % 251]) * 100 for i in range(500)]
+    elif layout == "scan":
+        assert column_rows(_decode(bytes(raw), layout)) == column_rows(_decode(good, layout))
     else:
         assert column_rows(kcodec.decode_columns(bytes(raw), include_headers=True)) == (
             column_rows(kcodec.decode_columns(good, include_headers=True)))
-    assert _decode(bytes(raw) * 2, views, max_decompressed_size=len(records))
+    assert _decode(bytes(raw) * 2, layout, max_decompressed_size=len(records))
     with pytest.raises(DecompressionLimitError):
-        _decode(good + bytes(raw), views, max_decompressed_size=len(records) - 1)
+        _decode(good + bytes(raw), layout, max_decompressed_size=len(records) - 1)
     raw[-20] ^= 0xFF
     raw[17:21] = kcodec.crc32c(bytes(raw[21:])).to_bytes(4, "big")
     with pytest.raises(KcodecError) as caught:
-        _decode(bytes(raw), views)
+        _decode(bytes(raw), layout)
     with pytest.raises(type(caught.value)):
         [r for b in kcodec.read_batches(bytes(raw)) for r in b]
 
