@@ -688,11 +688,27 @@ cdef enum:
     DROP_FROM = 512 * 1024
 
 
+cdef inline bint _by_block(object batch) except -1:
+    """Whether a RecordBatch is one _decode_by_block decodes: magic 2, snappy, LZ4 or zstd."""
+    return batch.compression_id in (2, 3, 4) and batch.magic == 2 and batch.record_count > 0
+
+
+cdef void _room_for_values(kc_buf *values, double per_batch, Py_ssize_t batches) noexcept:
+    """Before a batch decoded block by block: when the value column lacks room for what this
+    batch and the ``batches - 1`` after it are now guessed to hold (the first batches of a
+    decode may have shown the guess it was reserved by short), give it a spare that holds
+    that, rather than growing onto fresh pages batch after batch."""
+    cdef double need = per_batch * batches
+    if <double>(values.cap - values.len) < need:
+        _adopt(values, <size_t>min(values.len + need, <double>SPARE_TOTAL_BYTES), True)
+
+
 cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validate_crc,
                            tuple offsets, tuple timestamps, object max_decompressed_size,
-                           _ViewSources sources) except -1:
+                           _ViewSources sources, Py_ssize_t batches_left) except -1:
     """Decode a magic-2 LZ4, snappy or zstd batch block by block; False when it is left to
-    the ordinary path (and the columns are as they were)."""
+    the ordinary path (and the columns are as they were). ``batches_left`` counts it and the
+    batches after it in the decode that are decoded this way."""
     cdef _Task task
     cdef _BlockByBlock run
     cdef BlockHook hook
@@ -720,6 +736,9 @@ cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validat
     else:
         room = _region_guess(batch.compression_id, p + header, n - header, batch.record_count,
                              True, &stated_most)
+        if chunk.c.want & KC_COL_VALUE and not run.keep:
+            _room_for_values(&chunk.c.value_data,
+                             max(room - _record_overhead * batch.record_count, 0), batches_left)
         # and the room the LZ4 decoder asks for past the records: a whole block (the
         # framing's top covers it)
         if batch.compression_id == 3 and stated_most < INT64_MAX:
@@ -1077,6 +1096,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     cdef size_t key_want, value_want, wrappers = 0   # LegacyBatch entries
     cdef double key_guess, value_guess, v2_values = 0
     cdef size_t legacy_keys = 0, legacy_values = 0   # of LegacyRuns, copied even as views
+    cdef Py_ssize_t by_block = 0   # v2 batches decoded block by block (_by_block)
     cdef Py_ssize_t section, count
     for entry in entries if room_for is None else room_for:
         if type(entry) is RecordBatch:
@@ -1091,6 +1111,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                 v2_values += max(section - _record_overhead * count, 0)
             else:
                 most_bytes = GUESS_PAST_UNCOMPRESSED
+                by_block += _by_block(entry)
                 if want & KC_COL_VALUE and not views:
                     v2_values += max(_batch_region_guess(entry, count) - _record_overhead * count,
                                      0)
@@ -1145,11 +1166,11 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     for entry in entries:
         if type(entry) is RecordBatch:
             _flush_queued(chunk, queued, validate_crc, &ranges)
-            if (entry.compression_id in (2, 3, 4) and entry.magic == 2
-                    and entry.record_count > 0):
+            if _by_block(entry):
                 _flush(chunk, run)
+                by_block -= 1
                 if _decode_by_block(chunk, entry, strict, validate_crc, offsets, timestamps,
-                                    max_decompressed_size, sources):
+                                    max_decompressed_size, sources, by_block + 1):
                     continue
             _queue_v2(run, entry, want, strict, validate_crc, offsets, timestamps,
                       max_decompressed_size, sources)
