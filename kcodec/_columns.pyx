@@ -1096,7 +1096,9 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     cdef size_t key_want, value_want, wrappers = 0   # LegacyBatch entries
     cdef double key_guess, value_guess, v2_values = 0
     cdef size_t legacy_keys = 0, legacy_values = 0   # of LegacyRuns, copied even as views
-    cdef Py_ssize_t by_block = 0   # v2 batches decoded block by block (_by_block)
+    # v2 batches decoded block by block (_by_block): of room_for, when given, as this
+    # chunk's columns are then reserved for the whole join
+    cdef Py_ssize_t by_block = 0
     cdef Py_ssize_t section, count
     for entry in entries if room_for is None else room_for:
         if type(entry) is RecordBatch:
