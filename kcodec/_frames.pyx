@@ -17,8 +17,8 @@ import cramjam
 
 from kcodec._scratch cimport Scratch, ScratchBuffer
 from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
-                             kc_lz4_block, kc_put_be32, kc_snappy_block, kc_snappy_length,
-                             kc_xerial_magic, kc_xxh32)
+                             kc_get_le, kc_lz4_block, kc_put_be32, kc_snappy_block,
+                             kc_snappy_length, kc_xerial_magic, kc_xxh32)
 
 from kcodec.errors import CompressionError, DecompressionLimitError
 
@@ -35,10 +35,6 @@ cdef object _lz4_block_into = cramjam.lz4.decompress_block_into
 cdef object _snappy_raw_into = cramjam.snappy.decompress_raw_into
 cdef object _snappy_raw_len = cramjam.snappy.decompress_raw_len
 cdef object _DecompressionError = cramjam.DecompressionError
-
-
-cdef inline uint32_t _le32(const uint8_t *p) noexcept nogil:
-    return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
 
 
 cdef inline object _view(const uint8_t *p, Py_ssize_t n):
@@ -171,7 +167,7 @@ cdef bint _after_block(BlockHook *hook, Scratch *out, Py_ssize_t *length) noexce
 
 cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
                     ScratchBuffer sink, Py_ssize_t enough, BlockHook *hook) except -1:
-    if n < 7 or _le32(p) != 0x184D2204:
+    if n < 7 or <uint32_t>kc_get_le(p, 4) != 0x184D2204:
         raise CompressionError("not an LZ4 frame")
     cdef int flg = p[4], bd = p[5]
     if flg >> 6 != 1:
@@ -203,7 +199,7 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
             return 1
         if status == BLOCKS_TRUNCATED:
             raise CompressionError("Stream ended prematurely (no LZ4 end mark)")
-        size = _le32(p + pos) & 0x7FFFFFFF
+        size = <uint32_t>kc_get_le(p + pos, 4) & 0x7FFFFFFF
         if status == BLOCKS_BAD_SIZE:
             raise CompressionError(f"LZ4 block of {size} bytes is invalid here")
         if status == BLOCKS_BAD_CHECKSUM:
@@ -256,7 +252,7 @@ cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t
             return BLOCKS_DONE
         if n - pos[0] < 4:
             return BLOCKS_TRUNCATED
-        word = _le32(p + pos[0])
+        word = <uint32_t>kc_get_le(p + pos[0], 4)
         if word == 0:
             return BLOCKS_DONE
         size = word & 0x7FFFFFFF
@@ -265,7 +261,7 @@ cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t
         block = p + pos[0] + 4
         after = pos[0] + 4 + size
         if block_checksum:
-            if n - after < 4 or _le32(p + after) != kc_xxh32(block, size, 0):
+            if n - after < 4 or <uint32_t>kc_get_le(p + after, 4) != kc_xxh32(block, size, 0):
                 return BLOCKS_BAD_CHECKSUM
             after += 4
         budget = limit - _dropped(hook) - length[0]

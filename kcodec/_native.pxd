@@ -40,6 +40,7 @@ cdef extern from "endian.h" nogil:
     void kc_put_be16(uint8_t *p, uint16_t v)
     void kc_put_be32(uint8_t *p, uint32_t v)
     void kc_put_be64(uint8_t *p, uint64_t v)
+    uint64_t kc_get_le(const uint8_t *p, size_t n)
 
 
 cdef extern from "varint.h" nogil:

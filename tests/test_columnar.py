@@ -358,6 +358,14 @@ def _fresh_pages(decode: Any) -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
 
+def _fresh_pages_in_turn(decode: Any, small: bytes, large: bytes) -> tuple[int, int]:
+    """The fresh pages of decoding ``small`` and then ``large``, after two such rounds."""
+    for _ in range(2):
+        decode(small)
+        decode(large)
+    return _fresh_pages(lambda: decode(small)), _fresh_pages(lambda: decode(large))
+
+
 def _copies(value_size: int, copies: int, codec: str = "none") -> bytes:
     """One batch of 1000 records with values of ``value_size`` bytes (half of each
     random, so that they compress as real ones do), ``copies`` times."""
@@ -407,11 +415,9 @@ def test_inputs_of_two_shapes_in_turn_reuse_their_memory(codec: str,
     decodes of 100-byte and 1 KiB values in turn each find spares of their size (zstd's,
     whose frames state less, a spare a little smaller than its guess)."""
     small, large = _copies(100, 100, codec), _copies(1024, 40, codec)
-    for _ in range(2):
-        kcodec.decode_columns(small)
-        kcodec.decode_columns(large)
-    assert _fresh_pages(lambda: kcodec.decode_columns(small)) < 100
-    assert _fresh_pages(lambda: kcodec.decode_columns(large)) < 100
+    small_pages, large_pages = _fresh_pages_in_turn(kcodec.decode_columns, small, large)
+    assert small_pages < 100
+    assert large_pages < 100
 
 
 @counts_fresh_pages
@@ -426,13 +432,11 @@ def test_zstd_inputs_that_compress_differently_in_turn_reuse_their_memory(
     for i in range(1000):
         builder.append(bytes([i % 251]) * 512 + b"%d" % i * 128, key=b"k%d" % i, timestamp=TS)
     large = builder.build() * 40
-    for _ in range(2):
-        kcodec.decode_columns(small)
-        kcodec.decode_columns(large)
-    assert _fresh_pages(lambda: kcodec.decode_columns(small)) < 100
+    small_pages, large_pages = _fresh_pages_in_turn(kcodec.decode_columns, small, large)
+    assert small_pages < 100
     # (its first batch, guessed short, may still grow the column; its 40 MB of values are
     # ~10 000 pages)
-    assert _fresh_pages(lambda: kcodec.decode_columns(large)) < 1000
+    assert large_pages < 1000
 
 
 @counts_fresh_pages
@@ -443,11 +447,10 @@ def test_binary_views_of_two_shapes_in_turn_reuse_their_memory(codec: str,
     so those of 100-byte and 1 KiB values in turn each find spares of their size."""
     pytest.importorskip("pyarrow")
     small, large = _copies(100, 100, codec), _copies(1024, 40, codec)
-    for _ in range(2):
-        kcodec.decode_arrow(small, binary_view=True)
-        kcodec.decode_arrow(large, binary_view=True)
-    assert _fresh_pages(lambda: kcodec.decode_arrow(small, binary_view=True)) < 100
-    assert _fresh_pages(lambda: kcodec.decode_arrow(large, binary_view=True)) < 100
+    small_pages, large_pages = _fresh_pages_in_turn(
+        lambda log: kcodec.decode_arrow(log, binary_view=True), small, large)
+    assert small_pages < 100
+    assert large_pages < 100
 
 
 @counts_fresh_pages
