@@ -34,24 +34,29 @@ cdef size_t _spare_bytes = 0
 
 
 cdef Scratch scratch_take(size_t at_least) noexcept:
-    """A buffer of at least ``at_least`` bytes: the most recently given back spare that is
-    large enough, else a new one (the newest spare is freed in its place, so that the pool
-    turns over to the sizes in use). data is NULL on failure."""
+    """A buffer of at least ``at_least`` bytes: the most recently given back spare that it
+    would leave less than half empty, else the most recently given back one that is large
+    enough, else a new one. (Decodes of small and large batches in turn so each find spares
+    of their own size, rather than the small ones taking and cutting the large ones.) data
+    is NULL on failure."""
     global _n_spares, _spare_bytes
     cdef Scratch s
-    cdef int i
+    cdef int i, found = -1
+    cdef size_t want = max(at_least, <size_t>MIN_SIZE)
     for i in range(_n_spares - 1, -1, -1):
-        if _spares[i].capacity >= at_least:
-            s = _spares[i]
-            _spare_bytes -= s.capacity
-            _n_spares -= 1
-            memmove(&_spares[i], &_spares[i + 1], (_n_spares - i) * sizeof(Scratch))
-            return s
-    if _n_spares > 0:
+        if _spares[i].capacity >= want:
+            if _spares[i].capacity // 2 < want:
+                found = i
+                break
+            if found < 0:
+                found = i
+    if found >= 0:
+        s = _spares[found]
+        _spare_bytes -= s.capacity
         _n_spares -= 1
-        _spare_bytes -= _spares[_n_spares].capacity
-        free(_spares[_n_spares].data)
-    s.capacity = max(at_least, <size_t>MIN_SIZE)
+        memmove(&_spares[found], &_spares[found + 1], (_n_spares - found) * sizeof(Scratch))
+        return s
+    s.capacity = want
     s.data = <uint8_t *>malloc(s.capacity)
     return s
 
@@ -154,8 +159,10 @@ cdef class ScratchBuffer:
         return lent
 
     cdef int shrink(self) except -1:
-        """Give back the room past the used bytes (for a buffer kept, not reused)."""
-        cdef size_t capacity = max(<size_t>self.length, 1)
+        """Give back most of the room past the used bytes (for a buffer kept a while, not
+        reused): what is left, an eighth more and 4 KiB, lets it serve a buffer of about
+        that size again once it comes back to the pool."""
+        cdef size_t capacity = <size_t>self.length + <size_t>self.length // 8 + 4096
         cdef uint8_t *shrunk
         if capacity < self.mem.capacity:
             shrunk = <uint8_t *>realloc(self.mem.data, capacity)

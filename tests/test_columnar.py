@@ -359,8 +359,9 @@ def _fresh_pages(decode: Any) -> int:
 
 
 def _fresh_pages_in_turn(decode: Any, small: bytes, large: bytes) -> tuple[int, int]:
-    """The fresh pages of decoding ``small`` and then ``large``, after two such rounds."""
-    for _ in range(2):
+    """The fresh pages of decoding ``small`` and then ``large``, after three such rounds
+    (in which the pools come to hold spares of both shapes)."""
+    for _ in range(3):
         decode(small)
         decode(large)
     return _fresh_pages(lambda: decode(small)), _fresh_pages(lambda: decode(large))
