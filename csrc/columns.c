@@ -539,7 +539,8 @@ static inline void view_close(view_cursor *v, kc_buf *views, kc_buf *valid)
 static KC_ALWAYS_INLINE void view_put(view_cursor *v, const uint8_t *p, int32_t n,
                                       const kc_batch_info *b)
 {
-    view_at(v->views, p, n, b->view_buffer, p != NULL ? (int64_t)(p - b->view_base) : 0);
+    view_at(v->views, p, n, b->view_buffer,
+            p != NULL ? (int64_t)(p - b->view_base) + b->view_offset : 0);
     v->views += KC_VIEW_SIZE;
     *v->valid++ = p != NULL;
 }
@@ -767,6 +768,20 @@ int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int6
     if (c->want & KC_COL_HEADERS)
         put_offset(&c->header_offsets, c->n_headers, c->want & KC_COL_NARROW);
     return KC_OK;
+}
+
+void kc_copy_streamed(uint8_t *d, const uint8_t *s, size_t n)
+{
+#ifdef KC_HAVE_STREAMING_STORES
+    if (n < KC_STREAM_MIN_VALUE) {
+        copy_bytes(d, s, n);
+        return;
+    }
+    copy_streamed(d, s, n);
+    end_streaming();
+#else
+    memcpy(d, s, n);
+#endif
 }
 
 /* The bytes view v (of column g) stands for, or NULL when it points outside its buffer. */
