@@ -412,16 +412,10 @@ static int put_headers(kc_columns *c, const kc_record *r, int strict)
 enum { KC_STREAM_MIN_VALUE = 512, KC_STREAM_MIN_COLUMN = 8 << 20 };
 
 #ifdef KC_HAVE_STREAMING_STORES
-/* A large value streamed: whole lines with non-temporal stores, the ends with ordinary ones.
- * Kept out of line, so that the record loop stays small. */
-static KC_NOINLINE void copy_streamed(uint8_t *d, const uint8_t *s, size_t n)
+/* Copies `lines` 64-byte lines to d (64-byte aligned) with non-temporal stores. */
+static KC_ALWAYS_INLINE void stream_lines(uint8_t *d, const uint8_t *s, size_t lines)
 {
-    size_t head = (64 - ((uintptr_t)d & 63)) & 63;
-    copy_short(d, s, head);
-    d += head;
-    s += head;
-    n -= head;
-    for (; n >= 64; d += 64, s += 64, n -= 64) {
+    for (; lines; d += 64, s += 64, lines--) {
         __m128i a = _mm_loadu_si128((const __m128i *)s);
         __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
         __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
@@ -431,7 +425,19 @@ static KC_NOINLINE void copy_streamed(uint8_t *d, const uint8_t *s, size_t n)
         _mm_stream_si128((__m128i *)(d + 32), c);
         _mm_stream_si128((__m128i *)(d + 48), e);
     }
-    copy_short(d, s, n);
+}
+
+/* A large value streamed: whole lines with non-temporal stores, the ends with ordinary ones.
+ * Kept out of line, so that the record loop stays small. */
+static KC_NOINLINE void copy_streamed(uint8_t *d, const uint8_t *s, size_t n)
+{
+    size_t head = (64 - ((uintptr_t)d & 63)) & 63;
+    copy_short(d, s, head);
+    d += head;
+    s += head;
+    n -= head;
+    stream_lines(d, s, n / 64);
+    copy_short(d + (n & ~(size_t)63), s + (n & ~(size_t)63), n & 63);
 }
 #endif
 
@@ -446,6 +452,41 @@ static inline void copy_value(uint8_t *d, const uint8_t *s, size_t n, size_t col
     (void)column_len;
 #endif
     copy_bytes(d, s, n);
+}
+
+/* The copy of a records region made as its records are decoded (kc_batch_info.copy_to):
+ * `at` is how far it has come, in the copy, and `shift` how far the copy lies from the
+ * records. */
+typedef struct {
+    uint8_t *at;
+    ptrdiff_t shift;
+} region_copy;
+
+/* Extends the copy to `to` (in the copy) by the whole 64-byte lines it can, streamed: copied
+ * record by record as the records are decoded, the stores reach memory while the next
+ * records are scanned. A partial line at the start is copied with ordinary stores, one at
+ * the end left for the next record (or region_copy_end). */
+static KC_ALWAYS_INLINE void region_copy_to(region_copy *c, uint8_t *to)
+{
+    size_t head = (64 - ((uintptr_t)c->at & 63)) & 63;
+    if (c->at + head >= to)
+        return;
+    copy_short(c->at, c->at - c->shift, head);
+    c->at += head;
+    size_t lines = (size_t)(to - c->at) / 64;
+#ifdef KC_HAVE_STREAMING_STORES
+    stream_lines(c->at, c->at - c->shift, lines);
+#else
+    memcpy(c->at, c->at - c->shift, 64 * lines);
+#endif
+    c->at += 64 * lines;
+}
+
+/* Completes the copy to `to` with ordinary stores (what is left is less than a line). */
+static inline void region_copy_end(region_copy *c, uint8_t *to)
+{
+    if (c->at < to)
+        copy_bytes(c->at, c->at - c->shift, (size_t)(to - c->at));
 }
 
 /* Streamed stores are weakly ordered: fenced before the columns leave the decoder (for
@@ -554,13 +595,14 @@ static KC_ALWAYS_INLINE void view_put(view_cursor *v, const uint8_t *p, int32_t 
 
 /* The loop of kc_decode_records, inlined once per record layout so that the record
  * scanner is specialised (has_attributes and meta_only are constants in each copy, and
- * narrow and arrow_time, KC_COL_NARROW and KC_COL_ARROW_TIME, in the common copies). */
+ * narrow and arrow_time, KC_COL_NARROW and KC_COL_ARROW_TIME, in the common copies; and
+ * copy_region, kc_batch_info.copy_to's copy, which the loops of the binary layout lack). */
 static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
                                         const uint8_t *p, const uint8_t *end, int32_t count,
                                         const uint8_t **err_at, const int has_attributes,
                                         const int meta_only, const int narrow,
                                         const int arrow_time, const int whole_only,
-                                        int32_t *decoded)
+                                        const int copy_region, int32_t *decoded)
 {
     if (reserve_records(c, (size_t)count, 0) < 0)
         return KC_ERR_MEMORY;
@@ -593,6 +635,11 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
     int64_t prefetched = 0, prefetch_due = 0;
     int64_t kept = 0;
     int status = KC_OK;
+    region_copy copy = {NULL, 0};
+    if (copy_region) {
+        copy.shift = b->copy_to - b->view_base;
+        copy.at = (uint8_t *)p + copy.shift;
+    }
     int32_t i;
     for (i = 0; i < count; i++) {
         kc_record r;
@@ -613,6 +660,8 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
             *err_at = start;
             goto done;
         }
+        if (copy_region)
+            region_copy_to(&copy, (uint8_t *)p + copy.shift);
         int64_t offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)r.offset_delta);
         int64_t timestamp = log_append ? max_timestamp
                                        : (int64_t)((uint64_t)base_timestamp +
@@ -653,6 +702,8 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
         status = KC_ERR_RECORD_SIZE;
     }
 done:
+    if (copy_region)   /* to the end of the last record decoded */
+        region_copy_end(&copy, (uint8_t *)p + copy.shift);
     /* the columns hold every record kept so far, as they would record by record */
     c->offset.len = (size_t)(offset_at - c->offset.data);
     c->timestamp.len = (size_t)(timestamp_at - c->timestamp.data);
@@ -686,18 +737,22 @@ static KC_ALWAYS_INLINE int decode_any(kc_columns *c, const kc_batch_info *b, co
 {
     const int narrow = (c->want & KC_COL_NARROW) != 0;
     const int arrow_time = (c->want & KC_COL_ARROW_TIME) != 0;
+    const int copy_region = (c->want & KC_COL_VIEWS) && b->copy_to != NULL;
     if (b->meta_only)
         return decode_loop(c, b, p, end, count, err_at, b->has_attributes, 1, narrow,
-                           arrow_time, whole_only, decoded);
+                           arrow_time, whole_only, copy_region, decoded);
     if (!b->has_attributes)
         return decode_loop(c, b, p, end, count, err_at, 0, 0, narrow, arrow_time, whole_only,
-                           decoded);
+                           copy_region, decoded);
     /* ordinary records into numpy's layout or Arrow's: the loops that matter most */
+    if (copy_region)
+        return decode_loop(c, b, p, end, count, err_at, 1, 0, narrow, arrow_time, whole_only,
+                           1, decoded);
     if (!narrow && !arrow_time)
-        return decode_loop(c, b, p, end, count, err_at, 1, 0, 0, 0, whole_only, decoded);
+        return decode_loop(c, b, p, end, count, err_at, 1, 0, 0, 0, whole_only, 0, decoded);
     if (narrow && arrow_time)
-        return decode_loop(c, b, p, end, count, err_at, 1, 0, 1, 1, whole_only, decoded);
-    return decode_loop(c, b, p, end, count, err_at, 1, 0, narrow, arrow_time, whole_only,
+        return decode_loop(c, b, p, end, count, err_at, 1, 0, 1, 1, whole_only, 0, decoded);
+    return decode_loop(c, b, p, end, count, err_at, 1, 0, narrow, arrow_time, whole_only, 0,
                        decoded);
 }
 
@@ -768,20 +823,6 @@ int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int6
     if (c->want & KC_COL_HEADERS)
         put_offset(&c->header_offsets, c->n_headers, c->want & KC_COL_NARROW);
     return KC_OK;
-}
-
-void kc_copy_streamed(uint8_t *d, const uint8_t *s, size_t n)
-{
-#ifdef KC_HAVE_STREAMING_STORES
-    if (n < KC_STREAM_MIN_VALUE) {
-        copy_bytes(d, s, n);
-        return;
-    }
-    copy_streamed(d, s, n);
-    end_streaming();
-#else
-    memcpy(d, s, n);
-#endif
 }
 
 /* The bytes view v (of column g) stands for, or NULL when it points outside its buffer. */

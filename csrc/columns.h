@@ -88,12 +88,14 @@ typedef struct {
     int64_t offset_lo, offset_hi;        /* keep lo <= offset < hi */
     int64_t timestamp_lo, timestamp_hi;  /* keep lo <= timestamp < hi */
     /* KC_COL_VIEWS: the data buffer the records are kept in, and that the byte at view_base
-     * lies view_offset bytes into it (the kept records end within INT32_MAX bytes of its
-     * start). view_base is in the records region, which is the kept buffer itself or a
-     * buffer in cache that a decompressor copies to it (view_offset then says where). */
+     * (in the records region) lies view_offset bytes into it; the kept records end within
+     * INT32_MAX bytes of its start. The region is that buffer itself, or (copy_to not NULL)
+     * a buffer in cache whose records are copied to it as they are decoded, the byte at
+     * view_base to copy_to; the kept buffer then has room for the whole region. */
     int32_t view_buffer;
     const uint8_t *view_base;
     int64_t view_offset;
+    uint8_t *copy_to;
     /* Bytes to bring into cache while these records are decoded, or NULL: the next batch,
      * whose CRC pass would otherwise wait on memory that has left the cache. */
     const uint8_t *prefetch;
@@ -143,11 +145,6 @@ int kc_decode_whole_records(kc_columns *c, const kc_batch_info *b, const uint8_t
 int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
                      const uint8_t *key, int64_t key_len, const uint8_t *value, int64_t value_len,
                      int32_t sequence);
-
-/* Copies n bytes to memory that is not to be read again soon (a kept buffer of many
- * megabytes): whole 64-byte lines with non-temporal stores where the machine has them,
- * fenced before returning. */
-void kc_copy_streamed(uint8_t *d, const uint8_t *s, size_t n);
 
 /* One view column being copied into a binary column (kc_gather_views). */
 typedef struct {

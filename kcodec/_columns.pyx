@@ -18,7 +18,6 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              KC_ERR_VIEW_RANGE, KC_OK, KC_VIEW_SIZE,
                              kc_append_record, kc_batch_info, kc_buf, kc_buf_reserve,
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
-                             kc_copy_streamed,
                              kc_decode_records, kc_decode_whole_records,
                              kc_decompressed_size_range, kc_gather, kc_gather_views)
 from kcodec._layout cimport (ATTR_CODEC, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
@@ -357,6 +356,7 @@ cdef int _fill_info(kc_batch_info *info, object batch, bint strict, tuple offset
     info.offset_lo, info.offset_hi = offsets
     info.timestamp_lo, info.timestamp_hi = timestamps
     info.view_offset = 0
+    info.copy_to = NULL
     info.prefetch = NULL
     info.prefetch_len = 0
     info.values_in_place = False
@@ -604,11 +604,13 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
 # Binary views point into the decompressed records, which must therefore be kept whole.
 # Snappy batches, and batches of less than DROP_FROM, stay where they are decompressed. LZ4
 # and zstd batches of DROP_FROM and more are decompressed into a buffer in cache, as above,
-# and after each block the records are decoded there and the block streamed to the buffer
-# that is kept, the views pointing at where it lands (kc_batch_info.view_offset): 1 KiB
-# values decoded 6-9% faster so with LZ4 and 13-15% with zstd. Copied with ordinary stores,
-# which read each line of the kept buffer first, they took 50% longer; snappy's batches,
-# copied so, 30% longer.
+# and each record, once decoded there, is streamed to the buffer that is kept (whole lines,
+# kc_batch_info.copy_to), the views pointing at where it lands: the stores reach memory
+# while the next records are scanned (README, Columnar decoding, has the measurements:
+# 1 KiB values 7% faster with LZ4 and 10% with zstd than decompressed in the kept buffer,
+# in a slow hour). Copying with ordinary stores, which read each line of the kept buffer
+# first, took 50% longer; snappy batches copied so took 30% longer than decompressed in
+# place.
 #
 # Anything unusual (a record that fails, a frame error, a count left over) undoes what the
 # batch added and leaves the batch to the ordinary path, which then gives its exact verdict.
@@ -653,10 +655,9 @@ cdef struct _BlockByBlock:
     int32_t remaining      # records not decoded yet
     bint keep              # the records stay where they are (binary views point into them)
     # Binary views of LZ4 and zstd batches: the buffer the records are copied to as they are
-    # decompressed, to be kept (views point into it), and its bytes; NULL when none.
+    # decoded, to be kept (views point into it); NULL when none. The sink's data lies as many
+    # bytes into it as the hook has dropped.
     Scratch *kept
-    Py_ssize_t kept_length
-    Py_ssize_t copied      # the sink's bytes copied to kept, from the data's start
     # The sink is the value column's own buffer (info.values_in_place, snappy): the records
     # are decompressed past its values and their values moved down after each block.
     bint in_place
@@ -674,10 +675,8 @@ cdef Py_ssize_t _decode_whole_records(void *context, uint8_t *data,
     cdef int32_t found
     cdef Py_ssize_t done
     run.info.view_base = data   # views are offsets into the records, wherever they now lie
-    if run.kept != NULL:        # ... and those copied out point where the copies are
-        if _copy_to_kept(run, data, length) < 0:
-            return -1
-        run.info.view_offset = run.kept_length - length
+    if run.kept != NULL and _copy_to_kept(run, data, length) < 0:
+        return -1
     if run.in_place:            # the sink may have grown (and moved) since the last block
         run.c.value_data.data = data
         run.c.value_data.cap = run.sink.capacity
@@ -697,16 +696,14 @@ cdef Py_ssize_t _decode_whole_records(void *context, uint8_t *data,
         run.decoded = done
         return 0
     run.decoded = 0
-    run.copied -= done
     return done
 
 
 cdef int _copy_to_kept(_BlockByBlock *run, const uint8_t *data,
                        Py_ssize_t length) noexcept nogil:
-    """Copy the sink's bytes not copied yet, data[run.copied, length), to the end of the kept
-    buffer (growing it); -1 when it cannot grow."""
-    cdef Py_ssize_t n = length - run.copied
-    cdef size_t need = <size_t>(run.kept_length + n)
+    """Have the records in data[0, length) copied to the kept buffer as they are decoded,
+    where views will point (growing it to hold them); -1 when it cannot grow."""
+    cdef size_t need = <size_t>(run.hook.dropped + length)
     cdef size_t capacity
     cdef uint8_t *grown
     if need > run.kept.capacity:
@@ -716,9 +713,8 @@ cdef int _copy_to_kept(_BlockByBlock *run, const uint8_t *data,
             return -1
         run.kept.data = grown
         run.kept.capacity = capacity
-    kc_copy_streamed(run.kept.data + run.kept_length, data + run.copied, <size_t>n)
-    run.kept_length += n
-    run.copied = length
+    run.info.view_offset = run.hook.dropped
+    run.info.copy_to = run.kept.data + run.hook.dropped
     return 0
 
 
@@ -801,7 +797,6 @@ cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validat
             # last batch's sink, in cache)
             kept = ScratchBuffer(<Py_ssize_t>room)
     run.kept = NULL if kept is None else &kept.mem
-    run.kept_length = run.copied = 0
     _fill_info(&task.info, batch, strict, offsets, timestamps)
     if sources is not None:
         task.info.view_buffer = <int32_t>len(sources.found) + 1   # what place() gives it
@@ -839,7 +834,6 @@ cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validat
         task.info.view_base = region
         if kept is not None:
             stopped = _copy_to_kept(&run, region, length) < 0
-            task.info.view_offset = run.kept_length - length
     if not stopped:
         stopped = (run.decoded != length if run.remaining == 0 else
                    kc_decode_records(&chunk.c, &task.info, region + run.decoded,
@@ -851,7 +845,7 @@ cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validat
         _inflation[batch.compression_id] = (<double>(chunk.c.decoded_bytes - before.decoded_bytes)
                                             / (n - header))
     if kept is not None:
-        kept.length = run.kept_length
+        kept.length = hook.dropped + length
         records = kept
     if sources is not None:
         _keep_decompressed(&task, records)
@@ -883,6 +877,7 @@ cdef inline void _legacy_info(kc_batch_info *info, const LegacyMessage *entry) n
     info.is_transactional = 0
     info.is_control = 0
     info.view_offset = 0
+    info.copy_to = NULL
     info.prefetch = NULL
     info.prefetch_len = 0
     info.values_in_place = False
