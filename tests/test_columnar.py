@@ -837,6 +837,39 @@ def test_binary_views_of_a_batch_guessed_short_point_at_its_values(empty_pools: 
     assert table.column("offset").to_pylist() == list(range(5000))
 
 
+def test_binary_views_of_large_lz4_and_zstd_batches_keep_every_record() -> None:
+    """Views of LZ4 and zstd batches of 512 KiB and more point into the copies made as the
+    records are decoded: every record's bytes are copied, those a range leaves out too, in
+    one thread or two, with records of every length and headers."""
+    pa = pytest.importorskip("pyarrow")
+    import random
+    noise = random.Random(3)
+    log = b""
+    values: list[bytes] = []
+    headers: list[list[dict[str, Any]]] = []
+    for codec in ["lz4", "zstd"]:
+        for _ in range(2):
+            builder = kcodec.BatchBuilder(compression=codec, base_offset=len(values))
+            for i in range(1500):   # ~1.3 MB of records a batch
+                value = noise.randbytes(noise.randrange(40)) + bytes([i % 251]) * noise.randrange(
+                    300, 1500)
+                values.append(value)
+                headers.append([{"key": "h", "value": b"x" * (i % 5)}])
+                builder.append(value, key=b"k%d" % i, timestamp=TS + i,
+                               headers=[("h", b"x" * (i % 5))])
+            log += builder.build()
+    for threads in (1, 2):
+        table = kcodec.decode_arrow(log, binary_view=True, include_headers=True,
+                                    threads=threads)
+        table.validate(full=True)
+        assert table.schema.field("value").type == pa.binary_view()
+        assert table.column("value").to_pylist() == values
+        assert table.column("headers").to_pylist() == headers
+        part = kcodec.decode_arrow(log, binary_view=True, threads=threads,
+                                   offsets=(1000, 5000))
+        assert part.column("value").to_pylist() == values[1000:5000]
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_raw_snappy_batches(layout: str) -> None:
     """A snappy batch of one raw block, as librdkafka writes, decodes through the same
