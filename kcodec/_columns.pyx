@@ -25,7 +25,7 @@ from kcodec._layout cimport (ATTR_CODEC, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIM
 from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc, crc_matches,
                              next_inner, open_inner, raise_crc_mismatch, shallow_message)
 from kcodec._crc32c cimport crc32c_update
-from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_release_spares
+from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_release_spares, scratch_resize
 from kcodec._frames cimport (BlockHook, lz4_frame_with_hook, snappy_with_hook,
                              zstd_with_hook)
 
@@ -675,7 +675,7 @@ cdef Py_ssize_t _decode_whole_records(void *context, uint8_t *data,
     cdef int32_t found
     cdef Py_ssize_t done
     run.info.view_base = data   # views are offsets into the records, wherever they now lie
-    if run.kept != NULL and _copy_to_kept(run, data, length) < 0:
+    if run.kept != NULL and _aim_at_kept(run, length) < 0:
         return -1
     if run.in_place:            # the sink may have grown (and moved) since the last block
         run.c.value_data.data = data
@@ -699,20 +699,12 @@ cdef Py_ssize_t _decode_whole_records(void *context, uint8_t *data,
     return done
 
 
-cdef int _copy_to_kept(_BlockByBlock *run, const uint8_t *data,
-                       Py_ssize_t length) noexcept nogil:
-    """Have the records in data[0, length) copied to the kept buffer as they are decoded,
-    where views will point (growing it to hold them); -1 when it cannot grow."""
-    cdef size_t need = <size_t>(run.hook.dropped + length)
-    cdef size_t capacity
-    cdef uint8_t *grown
-    if need > run.kept.capacity:
-        capacity = max(need, 2 * run.kept.capacity)
-        grown = <uint8_t *>realloc(run.kept.data, capacity)
-        if grown == NULL:
-            return -1
-        run.kept.data = grown
-        run.kept.capacity = capacity
+cdef int _aim_at_kept(_BlockByBlock *run, Py_ssize_t length) noexcept nogil:
+    """Have the records in the sink's first ``length`` bytes (from info.view_base) copied to
+    the kept buffer as they are decoded, where views will point (growing it to hold them);
+    -1 when it cannot grow."""
+    if scratch_resize(run.kept, <size_t>(run.hook.dropped + length)) < 0:
+        return -1
     run.info.view_offset = run.hook.dropped
     run.info.copy_to = run.kept.data + run.hook.dropped
     return 0
@@ -833,7 +825,7 @@ cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validat
     if not stopped:
         task.info.view_base = region
         if kept is not None:
-            stopped = _copy_to_kept(&run, region, length) < 0
+            stopped = _aim_at_kept(&run, length) < 0
     if not stopped:
         stopped = (run.decoded != length if run.remaining == 0 else
                    kc_decode_records(&chunk.c, &task.info, region + run.decoded,

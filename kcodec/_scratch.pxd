@@ -11,6 +11,7 @@ cdef struct Scratch:
 cdef Scratch scratch_take(size_t at_least) noexcept
 cdef void scratch_give_back(Scratch s) noexcept
 cdef size_t scratch_release_spares() noexcept
+cdef int scratch_resize(Scratch *s, size_t at_least) noexcept nogil
 cdef int scratch_grow(Scratch *s, size_t at_least) except -1
 
 

@@ -107,16 +107,24 @@ cdef size_t scratch_release_spares() noexcept:
     return released
 
 
-cdef int scratch_grow(Scratch *s, size_t at_least) except -1:
-    """Grow s to hold at least ``at_least`` bytes (geometrically), keeping its content."""
+cdef int scratch_resize(Scratch *s, size_t at_least) noexcept nogil:
+    """Grow s to hold at least ``at_least`` bytes (geometrically), keeping its content; -1
+    when out of memory (s unchanged)."""
     if at_least <= s.capacity:
         return 0
     cdef size_t capacity = max(at_least, 2 * s.capacity)
     cdef uint8_t *grown = <uint8_t *>realloc(s.data, capacity)
     if grown == NULL:
-        raise MemoryError()
+        return -1
     s.data = grown
     s.capacity = capacity
+    return 0
+
+
+cdef int scratch_grow(Scratch *s, size_t at_least) except -1:
+    """scratch_resize, raising MemoryError when out of memory."""
+    if scratch_resize(s, at_least) < 0:
+        raise MemoryError()
     return 0
 
 
