@@ -77,7 +77,7 @@ static KC_ALWAYS_INLINE int kc_take_bytes(const uint8_t **p, const uint8_t *end,
  * Scans one header starting at *p (inside a record that ends at end).
  * The record was checked by kc_scan_record, so this cannot fail there.
  */
-static inline kc_status kc_scan_header(const uint8_t **p, const uint8_t *end, kc_header *h, int strict)
+static KC_ALWAYS_INLINE kc_status kc_scan_header(const uint8_t **p, const uint8_t *end, kc_header *h, int strict)
 {
     kc_status status = KC_OK;
     if (!kc_take_bytes(p, end, &h->key, &h->key_len, strict, &status))
@@ -94,7 +94,7 @@ static inline kc_status kc_scan_header(const uint8_t **p, const uint8_t *end, kc
  * advances *p past the record. On failure *p is left at the record's start.
  * has_attributes is 0 only for magic-3 batches that omit the attributes byte.
  */
-static inline kc_status kc_scan_record(const uint8_t **p, const uint8_t *limit, int has_attributes,
+static KC_ALWAYS_INLINE kc_status kc_scan_record(const uint8_t **p, const uint8_t *limit, int has_attributes,
                                        int strict, kc_record *r)
 {
     kc_status status = KC_OK;
