@@ -875,3 +875,15 @@ int kc_gather_views(kc_gather *columns, int n_columns, int64_t n,
     end_streaming();
     return 0;
 }
+
+void kc_copy_out(uint8_t *d, const uint8_t *s, size_t n)
+{
+#ifdef KC_HAVE_STREAMING_STORES
+    if (n >= KC_STREAM_MIN_COLUMN) {
+        copy_streamed(d, s, n);
+        end_streaming();
+        return;
+    }
+#endif
+    memcpy(d, s, n);
+}

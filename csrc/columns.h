@@ -170,4 +170,10 @@ int kc_gather_views(kc_gather *columns, int n_columns, int64_t n,
                     const uint8_t *const *buffers, const int64_t *sizes, int32_t n_buffers,
                     int64_t *bad_view);
 
+/* Copies n bytes from s to d (not overlapping), as memcpy does, but a copy of 8 MiB or more
+ * with streaming stores where the machine has them: an output that size does not stay in
+ * cache, and libc may judge by the cache size a virtual machine reports (hundreds of MiB
+ * here) and read every line of it first. Fenced before it returns. */
+void kc_copy_out(uint8_t *d, const uint8_t *s, size_t n);
+
 #endif

@@ -19,7 +19,8 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_append_record, kc_batch_info, kc_buf, kc_buf_reserve,
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_decode_records, kc_decode_whole_records,
-                             kc_decompressed_size_range, kc_gather, kc_gather_views)
+                             kc_copy_out, kc_decompressed_size_range, kc_gather,
+                             kc_gather_views)
 from kcodec._layout cimport (ATTR_CODEC, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES)
 from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc, crc_matches,
@@ -1260,7 +1261,7 @@ cdef int _copy_piece(size_t to, const uint8_t[::1] piece, int64_t shift) except 
         return 0
     with nogil:
         if shift == 0:
-            memcpy(d, &piece[0], n)
+            kc_copy_out(d, &piece[0], n)
         else:
             for i in range(0, n - 7, 8):
                 memcpy(&value, &piece[i], 8)

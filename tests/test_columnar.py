@@ -538,6 +538,26 @@ def test_large_values_into_a_large_column(codec: str) -> None:
             len(v) for v in builder_values]
 
 
+def test_threads_join_a_large_part_with_streaming_stores() -> None:
+    """Two threads' parts of compressed batches are joined by copying the second part's
+    values after the first's, pieces of 8 MiB and more with streaming stores (whole lines,
+    the ends with ordinary ones): the joined values are the records' values, at an odd
+    alignment."""
+    values = [bytes((i + j) % 251 for j in range(251)) * 4 + b"%d" % i for i in range(3000)]
+    log = bytearray()
+    for base in range(0, 14 * len(values), len(values)):
+        builder = kcodec.BatchBuilder(base_offset=base, compression="lz4")
+        for value in values:
+            builder.append(value, key=b"k", timestamp=TS)
+        log += builder.build()
+    cols = kcodec.decode_columns(bytes(log), columns=["value"], threads=2)
+    # the second part is copied in a piece per thread, each past 8 MiB
+    assert cols["value_data"].nbytes > 40 << 20
+    assert cols["value_data"].tobytes() == b"".join(values) * 14
+    lengths = np.diff(cols["value_offsets"])
+    assert lengths.tolist() == [len(v) for v in values] * 14
+
+
 MIXED = [(2, "none"), (1, "none"), (2, "lz4"), (0, "gzip"), (2, "snappy"), (1, "snappy"),
          (2, "zstd"), (2, "gzip"), (0, "none"), (2, "none")]
 
