@@ -60,6 +60,7 @@ EXTENSIONS = [
     extension("_builder"),
     extension("_headers_first"),
     extension("_columns", "columns.c", "size_hint.c", "snappy_block.c"),
+    extension("_select"),
     extension("_bitmaps"),
 ]
 

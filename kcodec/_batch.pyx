@@ -80,14 +80,6 @@ cdef object _status_error(kc_status status, Py_ssize_t position, bint decompress
 @cython.final
 cdef class RecordIterator:
     """Iterates the records of one batch, decoding each on demand."""
-    cdef RecordBatch _batch
-    cdef object _owner              # keeps the records region alive
-    cdef const uint8_t *_start
-    cdef const uint8_t *_p
-    cdef const uint8_t *_end
-    cdef Py_ssize_t _start_position # input position of _start, or of the batch if decompressed
-    cdef bint _decompressed
-    cdef int32_t _remaining
 
     def __iter__(self):
         return self
@@ -192,30 +184,13 @@ cdef int _decode_control(Record rec, Py_ssize_t position) except -1:
 
 
 @cython.final
+@cython.freelist(256)
+# holds the input (whose exporter holds no batches): no cycles, and a log of many small
+# batches decoded to columns would otherwise start a collection every few hundred batches
+@cython.no_gc
 cdef class RecordBatch:
     """A magic-2 record batch (or KIP-931's magic 3): its header fields, and its records
     when iterated."""
-    cdef InputBuffer _buf
-    cdef const uint8_t *_p
-    cdef bint _strict
-    cdef bint _record_attributes             # records carry their attributes byte
-    cdef readonly Py_ssize_t header_size     # where the records start: 61 for magic 2
-    cdef Py_ssize_t _max_decompressed_size   # -1: the global limit
-    cdef readonly Py_ssize_t position
-    cdef readonly Py_ssize_t size
-    cdef readonly int64_t base_offset
-    cdef readonly int32_t batch_length
-    cdef readonly int32_t partition_leader_epoch
-    cdef readonly int magic
-    cdef readonly uint32_t crc
-    cdef readonly int attributes
-    cdef readonly int32_t last_offset_delta
-    cdef readonly int64_t base_timestamp
-    cdef readonly int64_t max_timestamp
-    cdef readonly int64_t producer_id
-    cdef readonly int producer_epoch
-    cdef readonly int32_t base_sequence
-    cdef readonly int32_t record_count
 
     def __init__(self):
         raise TypeError("RecordBatch objects come from kcodec.read_batches()")

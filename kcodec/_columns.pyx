@@ -21,8 +21,9 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_decode_records, kc_decode_whole_records,
                              kc_copy_out, kc_decompressed_size_range, kc_gather,
                              kc_gather_views)
-from kcodec._layout cimport (ATTR_CODEC, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
-                             ATTR_NO_RECORD_ATTRIBUTES)
+from kcodec._batch cimport RecordBatch
+from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
+                             ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL)
 from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc, crc_matches,
                              next_inner, open_inner, raise_crc_mismatch, shallow_message)
 from kcodec._crc32c cimport crc32c_update
@@ -33,7 +34,6 @@ from kcodec._frames cimport (BlockHook, lz4_frame_with_hook, snappy_with_hook,
 import numpy
 import zstandard
 
-from kcodec._batch import RecordBatch
 from kcodec._headers_first import from_headers_first, meta_bounds, meta_prefix
 from kcodec._workers import run_all
 from kcodec.codecs import decompress_section, get_max_decompressed_size, zstd_stream_reader
@@ -338,7 +338,7 @@ cdef class _Chunk:
         kc_columns_free(&self.c)
 
 
-cdef int _fill_info(kc_batch_info *info, object batch, bint strict, tuple offsets,
+cdef int _fill_info(kc_batch_info *info, RecordBatch batch, bint strict, tuple offsets,
                     tuple timestamps) except -1:
     info.base_offset = batch.base_offset
     info.base_timestamp = batch.base_timestamp
@@ -349,10 +349,10 @@ cdef int _fill_info(kc_batch_info *info, object batch, bint strict, tuple offset
     info.magic = batch.magic
     info.has_attributes = not (batch.magic == 3 and batch.attributes & ATTR_NO_RECORD_ATTRIBUTES)
     info.meta_only = False
-    info.compression = batch.compression_id
+    info.compression = batch.attributes & ATTR_CODEC
     info.timestamp_type = batch.attributes >> 3 & 1
-    info.is_transactional = batch.is_transactional
-    info.is_control = batch.is_control
+    info.is_transactional = batch.attributes & ATTR_TRANSACTIONAL != 0
+    info.is_control = batch.attributes & ATTR_CONTROL != 0
     info.strict = strict
     info.offset_lo, info.offset_hi = offsets
     info.timestamp_lo, info.timestamp_hi = timestamps
@@ -386,7 +386,7 @@ cdef class _Run:
     cdef _Task *tasks
     cdef Py_ssize_t n
     cdef list batches   # the RecordBatch behind each task, for error messages
-    cdef list keep      # what keeps each task's bytes alive (a memoryview or ScratchBuffer)
+    cdef list keep      # what keeps each task's bytes alive (the input or a ScratchBuffer)
 
     def __cinit__(self, Py_ssize_t capacity):
         self.tasks = <_Task *>malloc(max(capacity, 1) * sizeof(_Task))
@@ -414,13 +414,12 @@ cdef class _ViewSources:
         self.found = []
         self.exporter = None
 
-    cdef int place(self, _Task *task, object owner, bint in_input) except -1:
-        """Number the buffer that holds ``task``'s records, kept alive by ``owner``
-        (an uncompressed batch's memoryview when ``in_input``)."""
+    cdef int place(self, _Task *task, object owner, object exporter) except -1:
+        """Number the buffer that holds ``task``'s records, kept alive by ``owner``;
+        ``exporter`` is the input object they lie in (None: a buffer of their own)."""
         if task.end - task.start > INT32_MAX:
             raise OverflowError("binary views reach 2 GiB into a buffer; a batch's records "
                                 "past that size need binary_view=False")
-        exporter = owner.obj if in_input else None
         cdef Py_ssize_t last = len(self.found) - 1
         if (exporter is not None and exporter is self.exporter and task.start >= self.base
                 and task.end - self.base <= INT32_MAX):
@@ -438,7 +437,7 @@ cdef class _ViewSources:
         return 0
 
 
-cdef int _queue_v2(_Run run, object batch, unsigned want, bint strict, bint validate_crc,
+cdef int _queue_v2(_Run run, RecordBatch batch, unsigned want, bint strict, bint validate_crc,
                    tuple offsets, tuple timestamps, object max_decompressed_size,
                    _ViewSources sources) except -1:
     cdef _Task *task = &run.tasks[run.n]
@@ -448,22 +447,21 @@ cdef int _queue_v2(_Run run, object batch, unsigned want, bint strict, bint vali
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count}", position=batch.position)
     _fill_info(&task.info, batch, strict, offsets, timestamps)
-    whole = batch.buffer
-    PyObject_GetBuffer(whole, &view, PyBUF_SIMPLE)   # whole keeps the bytes alive
-    task.crc_from = <const uint8_t *>view.buf + 21 if validate_crc else NULL
-    task.crc_len = <size_t>(view.len - 21)
+    # the batch's bytes, in the input its InputBuffer holds exported (no memoryview a batch:
+    # a log of many small batches makes fewer objects)
+    task.crc_from = batch._p + 21 if validate_crc else NULL
+    task.crc_len = <size_t>(batch.size - 21)
     task.crc = batch.crc
     cdef Py_ssize_t header = batch.header_size
-    task.start = <const uint8_t *>view.buf + header
-    task.end = <const uint8_t *>view.buf + view.len
-    PyBuffer_Release(&view)
+    task.start = batch._p + header
+    task.end = batch._p + batch.size
     task.count = count
-    keep = whole
+    keep = batch._buf
     if batch.magic == 3 and batch.attributes & ATTR_HEADERS_FIRST and count:
         keep = _headers_first_region(task, batch, want, validate_crc, max_decompressed_size)
     elif task.info.compression and count:
         try:
-            records = decompress_section(task.info.compression, whole[header:],
+            records = decompress_section(task.info.compression, batch.buffer[header:],
                                          max_decompressed_size, batch.position + header,
                                          batch.magic)
         except KcodecError:
@@ -476,7 +474,7 @@ cdef int _queue_v2(_Run run, object batch, unsigned want, bint strict, bint vali
     if sources is not None and count:
         if keep is records:
             _keep_decompressed(task, records)
-        sources.place(task, keep, keep is whole)
+        sources.place(task, keep, batch._buf.obj if keep is batch._buf else None)
     run.batches.append(batch)
     run.keep.append(keep)
     run.n += 1
@@ -493,7 +491,7 @@ cdef int _keep_decompressed(_Task *task, ScratchBuffer records) except -1:
     return 0
 
 
-cdef object _headers_first_region(_Task *task, object batch, unsigned want, bint validate_crc,
+cdef object _headers_first_region(_Task *task, RecordBatch batch, unsigned want, bint validate_crc,
                                   object max_decompressed_size):
     """Point ``task`` at a headers-first batch's records (FORMAT.md §8.3): at its meta block
     alone when values are not wanted (of a compressed batch, only the stream's prefix that
@@ -719,9 +717,10 @@ cdef enum:
     DROP_FROM = 512 * 1024
 
 
-cdef inline bint _by_block(object batch) except -1:
-    """Whether a RecordBatch is one _decode_by_block decodes: magic 2, snappy, LZ4 or zstd."""
-    return batch.compression_id in (2, 3, 4) and batch.magic == 2 and batch.record_count > 0
+cdef inline bint _by_block(RecordBatch batch) noexcept:
+    """Whether a batch is one _decode_by_block decodes: magic 2, snappy, LZ4 or zstd."""
+    cdef int codec = batch.attributes & ATTR_CODEC
+    return 2 <= codec <= 4 and batch.magic == 2 and batch.record_count > 0
 
 
 cdef void _room_for_values(kc_buf *values, double per_batch, Py_ssize_t batches) noexcept:
@@ -734,7 +733,7 @@ cdef void _room_for_values(kc_buf *values, double per_batch, Py_ssize_t batches)
         _adopt(values, <size_t>min(values.len + need, <double>SPARE_TOTAL_BYTES), True)
 
 
-cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validate_crc,
+cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint validate_crc,
                            tuple offsets, tuple timestamps, object max_decompressed_size,
                            _ViewSources sources, Py_ssize_t batches_left) except -1:
     """Decode a magic-2 LZ4, snappy or zstd batch block by block; False when it is left to
@@ -842,7 +841,7 @@ cdef bint _decode_by_block(_Chunk chunk, object batch, bint strict, bint validat
         records = kept
     if sources is not None:
         _keep_decompressed(&task, records)
-        sources.place(&task, records, False)
+        sources.place(&task, records, None)
     return True
 
 
@@ -959,8 +958,9 @@ cdef Py_ssize_t[::1] _entry_records(list entries):
     for i in range(n):
         entry = entries[i]
         if type(entry) is RecordBatch:
-            records[i] = max(<Py_ssize_t>entry.record_count, 1)
-            last = entry.last_offset
+            records[i] = max(<Py_ssize_t>(<RecordBatch>entry).record_count, 1)
+            last = <int64_t>(<uint64_t>(<RecordBatch>entry).base_offset +
+                             <uint64_t>(<RecordBatch>entry).last_offset_delta)
         elif type(entry) is LegacyRun:
             records[i] = (<LegacyRun>entry).n
             last = (<LegacyRun>entry).messages[(<LegacyRun>entry).n - 1].offset
@@ -1020,11 +1020,13 @@ def entry_totals(list entries):
     ``entries``. Copied entries are those whose values binary views cannot point into:
     compressed batches, and legacy entries (their values are copied even as views)."""
     cdef Py_ssize_t copied = 0, total = 0, plain_records = 0, size
+    cdef RecordBatch batch
     for entry in entries:
         if type(entry) is RecordBatch:
-            size = entry.size
-            if entry.compression_id == 0:
-                plain_records += max(<Py_ssize_t>entry.record_count, 0)
+            batch = <RecordBatch>entry
+            size = batch.size
+            if batch.attributes & ATTR_CODEC == 0:
+                plain_records += max(<Py_ssize_t>batch.record_count, 0)
             else:
                 copied += size
         elif type(entry) is LegacyRun:
@@ -1119,7 +1121,7 @@ cdef enum:
     FRAMING_WORTH_READING = 4096
 
 
-cdef double _batch_region_guess(object batch, Py_ssize_t records) except -1:
+cdef double _batch_region_guess(RecordBatch batch, Py_ssize_t records) except -1:
     """_region_guess of a compressed RecordBatch."""
     cdef Py_buffer view
     cdef int64_t most
@@ -1152,22 +1154,24 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     # chunk's columns are then reserved for the whole join
     cdef Py_ssize_t by_block = 0
     cdef Py_ssize_t section, count
+    cdef RecordBatch batch
     for entry in entries if room_for is None else room_for:
         if type(entry) is RecordBatch:
+            batch = <RecordBatch>entry
             # counts come from the data: reserve for no more records than the bytes can
             # hold (at least 5 each uncompressed; compressed, 1 a byte, growing later)
-            section = max(entry.size - entry.header_size, 0)
-            count = min(max(entry.record_count, 0),
-                        section if entry.compression_id else section // 5)
+            section = max(batch.size - batch.header_size, 0)
+            count = min(max(batch.record_count, 0),
+                        section if batch.attributes & ATTR_CODEC else section // 5)
             records += count
-            if not entry.compression_id:
+            if not batch.attributes & ATTR_CODEC:
                 region_bytes += section
                 v2_values += max(section - _record_overhead * count, 0)
             else:
                 most_bytes = GUESS_PAST_UNCOMPRESSED
-                by_block += _by_block(entry)
+                by_block += _by_block(batch)
                 if want & KC_COL_VALUE and not views:
-                    v2_values += max(_batch_region_guess(entry, count) - _record_overhead * count,
+                    v2_values += max(_batch_region_guess(batch, count) - _record_overhead * count,
                                      0)
         elif type(entry) is LegacyRun:   # keys and values within its bytes
             records += (<LegacyRun>entry).n
@@ -1219,16 +1223,17 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     ranges.timestamp_lo, ranges.timestamp_hi = timestamps
     for entry in entries:
         if type(entry) is RecordBatch:
+            batch = <RecordBatch>entry
             _flush_queued(chunk, queued, validate_crc, &ranges)
-            if _by_block(entry):
+            if _by_block(batch):
                 _flush(chunk, run)
                 by_block -= 1
-                if _decode_by_block(chunk, entry, strict, validate_crc, offsets, timestamps,
+                if _decode_by_block(chunk, batch, strict, validate_crc, offsets, timestamps,
                                     max_decompressed_size, sources, by_block + 1):
                     continue
-            _queue_v2(run, entry, want, strict, validate_crc, offsets, timestamps,
+            _queue_v2(run, batch, want, strict, validate_crc, offsets, timestamps,
                       max_decompressed_size, sources)
-            if entry.compression_id or entry.header_size != 61:  # own buffers, or magic 3
+            if batch.attributes & ATTR_CODEC or batch.header_size != 61:  # own buffers, or magic 3
                 _flush(chunk, run)
         elif type(entry) is LegacyRun:
             _flush(chunk, run)

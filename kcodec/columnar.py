@@ -36,9 +36,9 @@ from kcodec._columns import (
     views_length,
 )
 from kcodec._legacy import LegacyBatch, LegacyRun
+from kcodec._select import select_entries
 from kcodec._workers import run_all
 from kcodec.arrow_batch import record_batch
-from kcodec.constants import ControlType
 
 if TYPE_CHECKING:
     import pyarrow
@@ -104,43 +104,9 @@ def select_batches(entries: Iterable[Framed], *, include_control: bool = False,
     A LegacyRun (a stretch of plain legacy messages) passes: its messages are filtered
     one by one as they are decoded.
     """
-    pending = sorted(aborted_transactions or [], key=lambda t: t[1])
-    aborted_producers: set[int] = set()
-    lo, hi = offsets
-    earliest = timestamps[0]
-    bounded = lo > INT64_MIN or hi < INT64_MAX or earliest > INT64_MIN
-    for entry in entries:
-        if type(entry) is LegacyRun:
-            yield entry
-            continue
-        if type(entry) is LegacyBatch:
-            # a message's offset is its own; a wrapper's records end at its offset but may
-            # start anywhere before it, so only its records are filtered. max_timestamp: a
-            # wrapper's is its records' latest (magic 0: -1)
-            if bounded and (entry.last_offset < lo or entry.max_timestamp < earliest
-                            or (entry.last_offset >= hi and not entry.is_compressed)):
-                continue
-            yield entry
-            continue
-        last = entry.last_offset
-        if last < lo:
-            continue
-        if entry.base_offset >= hi:
-            continue
-        if entry.max_timestamp < earliest and entry.timestamp_type != 1:
-            continue  # CreateTime: no record is later than the batch's max timestamp
-        while pending and pending[0][1] <= last:
-            aborted_producers.add(pending.pop(0)[0])
-        if entry.is_control:
-            if aborted_transactions is not None and entry.producer_id in aborted_producers:
-                if any(r.control_type is ControlType.ABORT for r in entry):
-                    aborted_producers.discard(entry.producer_id)
-            if not include_control:
-                continue
-        elif (aborted_transactions is not None and entry.is_transactional
-              and entry.producer_id in aborted_producers):
-            continue
-        yield entry
+    lo, hi = max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX)
+    return select_entries(entries, include_control, aborted_transactions, lo, hi,
+                          max(timestamps[0], INT64_MIN))
 
 
 def _decode_groups(groups: Sequence[Sequence[Framed]], want: int, threads: int,

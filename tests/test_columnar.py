@@ -161,6 +161,48 @@ def test_control_records_and_read_committed() -> None:
     assert with_control["count"] == 7 and with_control["is_control"].sum() == 2
 
 
+def test_select_batches_as_a_consumer_reads() -> None:
+    """select_batches picks what a consumer reads: no control batches unless asked for,
+    no aborted transactional batches given the aborted list, no batch wholly outside the
+    ranges (whose bounds may lie past int64); and it takes nothing but framed entries."""
+    log = transactional_log()
+
+    def picked(**options: Any) -> list[int]:
+        return [b.base_offset for b in kcodec.columnar.select_batches(
+            kcodec.read_batches(log), **options)]
+    assert picked() == [0, 2, 6]
+    assert picked(include_control=True) == [0, 2, 4, 5, 6]
+    assert picked(aborted_transactions=[(2, 2)]) == [0, 6]
+    assert picked(aborted_transactions=[(2, 2)], include_control=True) == [0, 4, 5, 6]
+    assert picked(offsets=(2, 2**64)) == [2, 6]
+    assert picked(offsets=(-(2**70), 2)) == [0]
+    assert picked(timestamps=(TS + 1, 2**64)) == []
+    with pytest.raises(TypeError, match="read_batches"):
+        list(kcodec.columnar.select_batches([b"not a batch"]))  # type: ignore[list-item]
+
+
+def test_many_small_batches_start_no_garbage_collection() -> None:
+    """Batches are not tracked by the garbage collector (they can form no cycle), so a log
+    of many small batches, held as a list of entries while it is decoded, starts no
+    collection: each used to traverse every batch held."""
+    import gc
+    log = b"".join(_batch_of(i, 1, 20) for i in range(20000))
+    assert not gc.is_tracked(next(iter(kcodec.read_batches(log))))
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+    gc.callbacks.append(count)
+    try:
+        cols = kcodec.decode_columns(log)
+        table = kcodec.decode_arrow(log, binary_view=True)
+    finally:
+        gc.callbacks.remove(count)
+    assert cols["count"] == table.num_rows == 20000
+    assert collections == []
+
+
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_ranges_and_projection(codec: str) -> None:
     """Also where a compressed batch's values are moved into place, past records left out."""

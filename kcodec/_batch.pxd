@@ -1,0 +1,53 @@
+# The batch reader's classes, declared here so that the columnar decoder reads a batch's
+# fields as C fields rather than as Python attributes (a log of small batches pays for
+# each attribute lookup, batch after batch).
+cimport cython
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+
+from kcodec._record cimport InputBuffer, Record
+
+
+@cython.final
+@cython.freelist(256)
+@cython.no_gc   # see _batch.pyx
+cdef class RecordBatch:
+    cdef InputBuffer _buf
+    cdef const uint8_t *_p
+    cdef bint _strict
+    cdef bint _record_attributes             # records carry their attributes byte
+    cdef readonly Py_ssize_t header_size     # where the records start: 61 for magic 2
+    cdef Py_ssize_t _max_decompressed_size   # -1: the global limit
+    cdef readonly Py_ssize_t position
+    cdef readonly Py_ssize_t size
+    cdef readonly int64_t base_offset
+    cdef readonly int32_t batch_length
+    cdef readonly int32_t partition_leader_epoch
+    cdef readonly int magic
+    cdef readonly uint32_t crc
+    cdef readonly int attributes
+    cdef readonly int32_t last_offset_delta
+    cdef readonly int64_t base_timestamp
+    cdef readonly int64_t max_timestamp
+    cdef readonly int64_t producer_id
+    cdef readonly int producer_epoch
+    cdef readonly int32_t base_sequence
+    cdef readonly int32_t record_count
+
+    cdef RecordIterator _iterator(self)
+    cdef RecordIterator _headers_first_iterator(self, RecordIterator it, int codec)
+
+
+@cython.final
+cdef class RecordIterator:
+    cdef RecordBatch _batch
+    cdef object _owner              # keeps the records region alive
+    cdef const uint8_t *_start
+    cdef const uint8_t *_p
+    cdef const uint8_t *_end
+    cdef Py_ssize_t _start_position # input position of _start, or of the batch if decompressed
+    cdef bint _decompressed
+    cdef int32_t _remaining
+
+    cdef int _check_all(self) except -1
+    cdef Py_ssize_t _position(self, const uint8_t *at)
+    cdef Record _next(self)

@@ -1,0 +1,59 @@
+# cython: language_level=3
+"""The entries of a log a consumer reads records from (``columnar.select_batches``), with
+each batch's fields read as C fields: over a log of small batches, looking them up as
+Python attributes cost more than decoding the records."""
+from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t, uint64_t
+
+from kcodec._batch cimport RecordBatch
+from kcodec._layout cimport ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL
+from kcodec._legacy cimport LegacyRun
+
+from kcodec._legacy import LegacyBatch
+from kcodec.constants import ControlType
+
+
+def select_entries(entries, bint include_control, aborted_transactions, int64_t lo,
+                   int64_t hi, int64_t earliest):
+    """Yield the entries a consumer reads from, as ``select_batches`` documents: records
+    at offsets in [lo, hi) and timestamps from ``earliest`` on."""
+    cdef list pending = sorted(aborted_transactions or [], key=lambda t: t[1])
+    cdef Py_ssize_t next_pending = 0
+    cdef set aborted_producers = set()
+    cdef bint read_committed = aborted_transactions is not None
+    cdef bint bounded = lo > INT64_MIN or hi < INT64_MAX or earliest > INT64_MIN
+    cdef RecordBatch batch
+    cdef int64_t last
+    for entry in entries:
+        if type(entry) is RecordBatch:
+            batch = <RecordBatch>entry
+            last = <int64_t>(<uint64_t>batch.base_offset + <uint64_t>batch.last_offset_delta)
+            if last < lo or batch.base_offset >= hi:
+                continue
+            if batch.max_timestamp < earliest and not batch.attributes & ATTR_LOG_APPEND_TIME:
+                continue  # CreateTime: no record is later than the batch's max timestamp
+            while next_pending < len(pending) and pending[next_pending][1] <= last:
+                aborted_producers.add(pending[next_pending][0])
+                next_pending += 1
+            if batch.attributes & ATTR_CONTROL:
+                if read_committed and batch.producer_id in aborted_producers:
+                    if any(r.control_type is ControlType.ABORT for r in batch):
+                        aborted_producers.discard(batch.producer_id)
+                if not include_control:
+                    continue
+            elif (read_committed and batch.attributes & ATTR_TRANSACTIONAL
+                  and batch.producer_id in aborted_producers):
+                continue
+            yield entry
+        elif type(entry) is LegacyRun:
+            yield entry
+        elif type(entry) is LegacyBatch:
+            # a message's offset is its own; a wrapper's records end at its offset but may
+            # start anywhere before it, so only its records are filtered. max_timestamp: a
+            # wrapper's is its records' latest (magic 0: -1)
+            if bounded and (entry.last_offset < lo or entry.max_timestamp < earliest
+                            or (entry.last_offset >= hi and not entry.is_compressed)):
+                continue
+            yield entry
+        else:
+            raise TypeError(f"expected the entries read_batches yields, not "
+                            f"{type(entry).__name__}")
