@@ -201,6 +201,41 @@ def test_column_functions_round_trip(spark: Any, tmp_path: Path) -> None:
     assert back.where("back != value").count() == 0
 
 
+def test_whole_entries_leave_out_each_rows_partial_batch() -> None:
+    from kcodec.spark.functions import whole_entries
+    first, second, third = (kcodec.BatchBuilder(base_offset=i, magic=magic)
+                            for i, magic in ((0, 2), (1, 2), (2, 1)))
+    for builder in (first, second, third):
+        builder.append(b"v", timestamp=1_700_000_000_000)
+    a, b, c = first.build(), second.build(), third.build()
+    assert whole_entries([a + b[:-7], c, a[:5], b]) == a + c + b
+    assert whole_entries([]) == b""
+
+
+def test_explode_batches_decodes_each_arrow_batch_at_once(spark: Any) -> None:
+    """The rows of an Arrow batch are decoded together: a row's trailing partial batch (as
+    a fetch response may end) is left out and does not run into the next row, nulls are
+    skipped, magics mix; a bad row fails the job with its own position."""
+    from kcodec.spark.functions import explode_batches
+
+    def batch(base: int, count: int, magic: int = 2) -> bytes:
+        builder = kcodec.BatchBuilder(base_offset=base, magic=magic)
+        for i in range(count):
+            builder.append(b"v%d" % (base + i), key=b"k", timestamp=1_700_000_000_000)
+        return builder.build()
+    rows = [batch(0, 3) + batch(3, 2)[:-7], None, batch(5, 4, magic=1),
+            batch(9, 1) + batch(10, 2)]
+    frame = spark.createDataFrame([(row,) for row in rows], "batch binary").coalesce(1)
+    exploded = explode_batches(frame, topic="t", partition=0)
+    assert [bytes(r.value) for r in exploded.orderBy("offset").collect()] == [
+        b"v%d" % i for i in (0, 1, 2, 5, 6, 7, 8, 9, 10, 11)]
+    good = batch(2, 2)
+    bad = spark.createDataFrame([(batch(0, 2),), (good[:30] + b"\xff" * (len(good) - 30),)],
+                                "batch binary").coalesce(1)
+    with pytest.raises(Exception, match=r"invalid record count -1 \(at byte 0\)"):
+        explode_batches(bad, topic="t").collect()
+
+
 @pytest.mark.parametrize("magic,codec", [(2, "gzip"), (1, "snappy")])
 def test_writer_output_reads_back(spark: Any, tmp_path: Path, magic: int, codec: str) -> None:
     from kafka.record import MemoryRecords
