@@ -441,14 +441,13 @@ cdef int _queue_v2(_Run run, RecordBatch batch, unsigned want, bint strict, bint
                    tuple offsets, tuple timestamps, object max_decompressed_size,
                    _ViewSources sources) except -1:
     cdef _Task *task = &run.tasks[run.n]
-    cdef Py_buffer view
     cdef ScratchBuffer records = None   # the decompressed records, when compressed
     cdef int count = batch.record_count
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count}", position=batch.position)
     _fill_info(&task.info, batch, strict, offsets, timestamps)
-    # the batch's bytes, in the input its InputBuffer holds exported (no memoryview a batch:
-    # a log of many small batches makes fewer objects)
+    # the batch's bytes, in the input its InputBuffer holds exported (not through a
+    # memoryview of each batch: a log of many small batches then makes fewer objects)
     task.crc_from = batch._p + 21 if validate_crc else NULL
     task.crc_len = <size_t>(batch.size - 21)
     task.crc = batch.crc

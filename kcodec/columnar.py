@@ -102,7 +102,8 @@ def select_batches(entries: Iterable[Framed], *, include_control: bool = False,
     given it, transactional batches of aborted transactions are skipped (read_committed).
     Batches wholly outside ``offsets`` ([lo, hi)) or ``timestamps`` are skipped too.
     A LegacyRun (a stretch of plain legacy messages) passes: its messages are filtered
-    one by one as they are decoded.
+    one by one as they are decoded. Anything but what ``read_batches`` yields raises
+    TypeError.
     """
     lo, hi = max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX)
     return select_entries(entries, include_control, aborted_transactions, lo, hi,
