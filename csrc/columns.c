@@ -887,3 +887,18 @@ void kc_copy_out(uint8_t *d, const uint8_t *s, size_t n)
 #endif
     memcpy(d, s, n);
 }
+
+void kc_rebase_views(uint8_t *views, int64_t n, int32_t buffer, int32_t to, int64_t shift)
+{
+    for (int64_t i = 0; i < n; i++, views += KC_VIEW_SIZE) {
+        int32_t len, named, offset;
+        memcpy(&len, views, 4);
+        memcpy(&named, views + 8, 4);
+        if (len <= KC_VIEW_INLINE || named != buffer)
+            continue;
+        memcpy(&offset, views + 12, 4);
+        offset = (int32_t)(offset + shift);
+        memcpy(views + 8, &to, 4);
+        memcpy(views + 12, &offset, 4);
+    }
+}

@@ -170,6 +170,11 @@ int kc_gather_views(kc_gather *columns, int n_columns, int64_t n,
                     const uint8_t *const *buffers, const int64_t *sizes, int32_t n_buffers,
                     int64_t *bad_view);
 
+/* Points the views among `n` (KC_VIEW_SIZE bytes each) that name data buffer `buffer` at
+ * buffer `to`, `shift` bytes further in: their bytes were copied there. Views of inline
+ * values, and nulls, name no buffer. */
+void kc_rebase_views(uint8_t *views, int64_t n, int32_t buffer, int32_t to, int64_t shift);
+
 /* Copies n bytes from s to d (not overlapping), as memcpy does, but a copy of 8 MiB or more
  * with streaming stores where the machine has them: an output that size does not stay in
  * cache, and libc may judge by the cache size a virtual machine reports (hundreds of MiB

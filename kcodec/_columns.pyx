@@ -20,7 +20,7 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_decode_records, kc_decode_whole_records,
                              kc_copy_out, kc_decompressed_size_range, kc_gather,
-                             kc_gather_views)
+                             kc_gather_views, kc_rebase_views)
 from kcodec._batch cimport RecordBatch
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL)
@@ -399,20 +399,50 @@ cdef class _Run:
         free(self.tasks)
 
 
+cdef enum:
+    # Decompressed records regions up to this size are copied into an arena that views of
+    # many such batches share, rather than kept as a buffer each: a buffer a batch cost
+    # more than decoding a small batch (an allocation, and a pyarrow buffer to wrap it)
+    ARENA_REGION_MAX = 64 * 1024
+    ARENA_MIN = 64 * 1024          # the first arena of a decode; each next one twice the
+    ARENA_MAX = 4 * 1024 * 1024    # last, up to this
+
+
 @cython.final
 cdef class _ViewSources:
     """The data buffers binary views point into (KC_COL_VIEWS), from index 1 (0 holds the
     values that had to be copied). Records regions of uncompressed batches that lie in the
     same input share one buffer as long as it spans at most INT32_MAX bytes (a view's offset
-    is an int32); each decompressed or rearranged region is a buffer of its own."""
+    is an int32); small decompressed regions are copied into a shared arena, which is
+    numbered the same way; any other decompressed or rearranged region is a buffer of its
+    own."""
     cdef list found      # (address, size, owner) of each buffer
     cdef object exporter # the object behind the input buffer found last, or None
     cdef const uint8_t *base
     cdef const uint8_t *end
+    cdef ScratchBuffer arena   # the arena being filled, or None
 
     def __cinit__(self):
         self.found = []
         self.exporter = None
+        self.arena = None
+
+    cdef ScratchBuffer into_arena(self, _Task *task):
+        """Copy ``task``'s records (a decompressed region of at most ARENA_REGION_MAX
+        bytes) to the end of the arena, a new one when it lacks room, and point ``task``
+        at the copy. Returns the arena, which place() numbers as one buffer."""
+        cdef size_t n = <size_t>(task.end - task.start)
+        cdef size_t size
+        if self.arena is None or self.arena.mem.capacity - <size_t>self.arena.length < n:
+            size = ARENA_MIN if self.arena is None else min(2 * self.arena.mem.capacity,
+                                                            <size_t>ARENA_MAX)
+            self.arena = ScratchBuffer(max(size, n))
+        cdef uint8_t *at = self.arena.mem.data + self.arena.length
+        memcpy(at, task.start, n)
+        self.arena.length += n
+        task.start = at
+        task.end = at + n
+        return self.arena
 
     cdef int place(self, _Task *task, object owner, object exporter) except -1:
         """Number the buffer that holds ``task``'s records, kept alive by ``owner``;
@@ -471,9 +501,12 @@ cdef int _queue_v2(_Run run, RecordBatch batch, unsigned want, bint strict, bint
         task.end = task.start + records.length
         keep = records
     if sources is not None and count:
-        if keep is records:
+        exporter = batch._buf.obj if keep is batch._buf else None
+        if keep is records and records.length <= ARENA_REGION_MAX:
+            keep = exporter = sources.into_arena(task)
+        elif keep is records:
             _keep_decompressed(task, records)
-        sources.place(task, keep, batch._buf.obj if keep is batch._buf else None)
+        sources.place(task, keep, exporter)
     run.batches.append(batch)
     run.keep.append(keep)
     run.n += 1
@@ -803,6 +836,7 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
     hook.dropped = 0
     hook.base = hook.front = records.length
     _snapshot(&chunk.c, &before)
+    cdef size_t key_views_from = chunk.c.key_views.len, value_views_from = chunk.c.value_views.len
     try:
         if batch.compression_id == 3:
             stopped = lz4_frame_with_hook(p + header, n - header, limit, records, &hook)
@@ -838,10 +872,32 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
     if kept is not None:
         kept.length = hook.dropped + length
         records = kept
-    if sources is not None:
+    if sources is not None and kept is None and records.length <= ARENA_REGION_MAX:
+        _views_into_arena(&chunk.c, sources, &task, records, key_views_from, value_views_from)
+    elif sources is not None:
         _keep_decompressed(&task, records)
         sources.place(&task, records, None)
     return True
+
+
+cdef int _views_into_arena(kc_columns *c, _ViewSources sources, _Task *task,
+                           ScratchBuffer records, size_t key_views_from,
+                           size_t value_views_from) except -1:
+    """Copy a small batch's decompressed records, decoded as views into their own buffer
+    (the one place() would number next), into the views' arena, and point the batch's
+    views (those past the given lengths of the view columns) at the copy instead."""
+    cdef int32_t own = task.info.view_buffer
+    task.start = records.mem.data
+    task.end = task.start + records.length
+    sources.place(task, sources.into_arena(task), sources.arena)
+    cdef int64_t shift = task.start - task.info.view_base
+    kc_rebase_views(c.key_views.data + key_views_from,
+                    <int64_t>((c.key_views.len - key_views_from) // KC_VIEW_SIZE), own,
+                    task.info.view_buffer, shift)
+    kc_rebase_views(c.value_views.data + value_views_from,
+                    <int64_t>((c.value_views.len - value_views_from) // KC_VIEW_SIZE), own,
+                    task.info.view_buffer, shift)
+    return 0
 
 
 cdef int _raise_append(int status) except -1:

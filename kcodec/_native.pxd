@@ -190,6 +190,7 @@ cdef extern from "columns.h" nogil:
         int64_t filled
 
     void kc_copy_out(uint8_t *d, const uint8_t *s, size_t n)
+    void kc_rebase_views(uint8_t *views, int64_t n, int32_t buffer, int32_t to, int64_t shift)
     int kc_gather_views(kc_gather *columns, int n_columns, int64_t n,
                         const uint8_t *const *buffers, const int64_t *sizes, int32_t n_buffers,
                         int64_t *bad_view)

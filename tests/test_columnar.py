@@ -181,6 +181,38 @@ def test_select_batches_as_a_consumer_reads() -> None:
         list(kcodec.columnar.select_batches([b"not a batch"]))  # type: ignore[list-item]
 
 
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_views_of_small_compressed_batches_share_an_arena(codec: str) -> None:
+    """The decompressed records of small batches are copied into arenas that their views
+    share (a buffer each cost more than decoding the batch): the views point at the copies,
+    among batches that keep buffers of their own (large ones) or point into the input
+    (uncompressed ones), from one thread and two, and outlive the decode."""
+    log = bytearray()
+    base = 0
+    for b in range(400):
+        count = 1 + b % 7
+        compression = "none" if b % 50 == 7 else codec
+        builder = kcodec.BatchBuilder(base_offset=base, compression=compression)
+        for i in range(count if b % 100 != 3 else 300):   # every hundredth: ~100 KiB
+            value = None if i % 5 == 4 else b"v%d-%d " % (base + i, b) * (1 + i % 40)
+            builder.append(value, key=b"key-%d" % i * (i % 3), timestamp=TS + i,
+                           headers=[("h", b"%d" % i)] if i % 2 else [])
+            base += 1
+        log += builder.build()
+    data = bytes(log)
+    expected = rows(data)
+    for threads in (1, 2):
+        table = views(data, include_headers=True, threads=threads)
+        assert arrow_rows(table) == expected
+        # a few arenas, a buffer for each large batch, the input: not one buffer a batch
+        for chunk in table.column("value").chunks:
+            assert len(chunk.buffers()) < 40
+    del data, log
+    for _ in range(3):   # the pool's spares taken and written again
+        views(mixed_log(), include_headers=True)
+    assert arrow_rows(table) == expected
+
+
 def test_many_small_batches_start_no_garbage_collection() -> None:
     """Batches are not tracked by the garbage collector (they can form no cycle), so a log
     of many small batches, held as a list of entries while it is decoded, starts no
