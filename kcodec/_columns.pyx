@@ -434,9 +434,13 @@ cdef class _ViewSources:
         cdef size_t n = <size_t>(task.end - task.start)
         cdef size_t size
         if self.arena is None or self.arena.mem.capacity - <size_t>self.arena.length < n:
-            size = ARENA_MIN if self.arena is None else min(2 * self.arena.mem.capacity,
-                                                            <size_t>ARENA_MAX)
-            self.arena = ScratchBuffer(max(size, n))
+            size = max(n, ARENA_MIN if self.arena is None else
+                       min(2 * self.arena.mem.capacity, <size_t>ARENA_MAX))
+            self.arena = ScratchBuffer(size)
+            if self.arena.mem.capacity > 2 * size:
+                # a much larger spare from the pool: cut to size before anything points
+                # into it, as the arena lives as long as the views
+                self.arena.cut(size)
         cdef uint8_t *at = self.arena.mem.data + self.arena.length
         memcpy(at, task.start, n)
         self.arena.length += n

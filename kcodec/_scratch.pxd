@@ -23,3 +23,4 @@ cdef class ScratchBuffer:
     cdef void lend(self, uint8_t *data, size_t capacity, Py_ssize_t length) noexcept
     cdef Scratch take_back(self) noexcept
     cdef int shrink(self) except -1
+    cdef int cut(self, size_t capacity) except -1

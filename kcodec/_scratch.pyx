@@ -170,8 +170,13 @@ cdef class ScratchBuffer:
         """Give back most of the room past the used bytes (for a buffer kept a while, not
         reused): what is left, an eighth more and 4 KiB, lets it serve a buffer of about
         that size again once it comes back to the pool."""
-        cdef size_t capacity = <size_t>self.length + <size_t>self.length // 8 + 4096
+        return self.cut(<size_t>self.length + <size_t>self.length // 8 + 4096)
+
+    cdef int cut(self, size_t capacity) except -1:
+        """Cut the buffer's room to ``capacity`` bytes (not below its used bytes), wherever
+        that moves it."""
         cdef uint8_t *shrunk
+        capacity = max(capacity, <size_t>self.length, 1)
         if capacity < self.mem.capacity:
             shrunk = <uint8_t *>realloc(self.mem.data, capacity)
             if shrunk == NULL:
