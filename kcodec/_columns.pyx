@@ -893,7 +893,8 @@ cdef int _views_into_arena(kc_columns *c, _ViewSources sources, _Task *task,
     cdef int32_t own = task.info.view_buffer
     task.start = records.mem.data
     task.end = task.start + records.length
-    sources.place(task, sources.into_arena(task), sources.arena)
+    arena = sources.into_arena(task)
+    sources.place(task, arena, arena)
     cdef int64_t shift = task.start - task.info.view_base
     kc_rebase_views(c.key_views.data + key_views_from,
                     <int64_t>((c.key_views.len - key_views_from) // KC_VIEW_SIZE), own,
