@@ -2,7 +2,7 @@
 # fields as C fields rather than as Python attributes (a log of small batches pays for
 # each attribute lookup, batch after batch).
 cimport cython
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from kcodec._record cimport InputBuffer, Record
 
@@ -51,3 +51,12 @@ cdef class RecordIterator:
     cdef int _check_all(self) except -1
     cdef Py_ssize_t _position(self, const uint8_t *at)
     cdef Record _next(self)
+
+
+cdef inline int64_t add64(int64_t a, int64_t b) noexcept:
+    """a + b, wrapping as Java's long arithmetic does."""
+    return <int64_t>(<uint64_t>a + <uint64_t>b)
+
+
+cdef inline int64_t last_offset_of(RecordBatch batch) noexcept:
+    return add64(batch.base_offset, batch.last_offset_delta)

@@ -17,7 +17,7 @@ cannot be resized and an mmap cannot be closed) while a batch refers to it.
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t
 
 from kcodec._crc32c cimport crc32c_update
 from kcodec._legacy cimport LegacyRun, frame_plain_run, make_legacy_batch
@@ -56,10 +56,6 @@ cdef inline int32_t _increment_sequence(int32_t sequence, int32_t increment) noe
     if sequence > <int32_t>(<uint32_t>INT32_MAX - <uint32_t>increment):
         return <int32_t>(<uint32_t>increment - (<uint32_t>INT32_MAX - <uint32_t>sequence) - 1)
     return <int32_t>(<uint32_t>sequence + <uint32_t>increment)
-
-
-cdef inline int64_t _add64(int64_t a, int64_t b) noexcept:
-    return <int64_t>(<uint64_t>a + <uint64_t>b)
 
 
 cdef object _status_error(kc_status status, Py_ssize_t position, bint decompressed):
@@ -127,11 +123,11 @@ cdef class RecordIterator:
                 position=self._position(self._p))
 
         cdef Record rec = Record.__new__(Record)
-        rec.offset = _add64(batch.base_offset, r.offset_delta)
+        rec.offset = add64(batch.base_offset, r.offset_delta)
         if batch.attributes & ATTR_LOG_APPEND_TIME:
             rec.timestamp = batch.max_timestamp
         else:
-            rec.timestamp = _add64(batch.base_timestamp, r.timestamp_delta)
+            rec.timestamp = add64(batch.base_timestamp, r.timestamp_delta)
         rec.sequence = (_increment_sequence(batch.base_sequence, r.offset_delta)
                         if batch.base_sequence >= 0 else -1)
         rec.attributes = r.attributes
@@ -197,11 +193,11 @@ cdef class RecordBatch:
 
     @property
     def last_offset(self):
-        return _add64(self.base_offset, self.last_offset_delta)
+        return last_offset_of(self)
 
     @property
     def next_offset(self):
-        return _add64(self.base_offset, <int64_t>self.last_offset_delta + 1)
+        return add64(self.base_offset, <int64_t>self.last_offset_delta + 1)
 
     @property
     def compression_id(self):
@@ -426,7 +422,7 @@ cdef int _parse_v3_fields(RecordBatch b, const uint8_t *p, const uint8_t *end,
         raise CorruptRecordError("the magic-3 header's varints are malformed or truncated",
                                  position=b.position + (q - p))
     q += n
-    b.max_timestamp = _add64(b.base_timestamp, max_delta)
+    b.max_timestamp = add64(b.base_timestamp, max_delta)
     b.header_size = q - p
     b._record_attributes = not (b.attributes & ATTR_NO_RECORD_ATTRIBUTES)
     return 0

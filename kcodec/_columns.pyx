@@ -21,7 +21,7 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_decode_records, kc_decode_whole_records,
                              kc_copy_out, kc_decompressed_size_range, kc_gather,
                              kc_gather_views, kc_rebase_views)
-from kcodec._batch cimport RecordBatch
+from kcodec._batch cimport RecordBatch, last_offset_of
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL)
 from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc, crc_matches,
@@ -1019,8 +1019,7 @@ cdef Py_ssize_t[::1] _entry_records(list entries):
         entry = entries[i]
         if type(entry) is RecordBatch:
             records[i] = max(<Py_ssize_t>(<RecordBatch>entry).record_count, 1)
-            last = <int64_t>(<uint64_t>(<RecordBatch>entry).base_offset +
-                             <uint64_t>(<RecordBatch>entry).last_offset_delta)
+            last = last_offset_of(<RecordBatch>entry)
         elif type(entry) is LegacyRun:
             records[i] = (<LegacyRun>entry).n
             last = (<LegacyRun>entry).messages[(<LegacyRun>entry).n - 1].offset

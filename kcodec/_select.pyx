@@ -2,9 +2,9 @@
 """The entries of a log a consumer reads records from (``columnar.select_batches``), with
 each batch's fields read as C fields: over a log of small batches, looking them up as
 Python attributes cost more than decoding the records."""
-from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t, uint64_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t
 
-from kcodec._batch cimport RecordBatch
+from kcodec._batch cimport RecordBatch, last_offset_of
 from kcodec._layout cimport ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL
 from kcodec._legacy cimport LegacyRun
 
@@ -26,7 +26,7 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
     for entry in entries:
         if type(entry) is RecordBatch:
             batch = <RecordBatch>entry
-            last = <int64_t>(<uint64_t>batch.base_offset + <uint64_t>batch.last_offset_delta)
+            last = last_offset_of(batch)
             if last < lo or batch.base_offset >= hi:
                 continue
             if batch.max_timestamp < earliest and not batch.attributes & ATTR_LOG_APPEND_TIME:

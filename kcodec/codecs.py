@@ -87,7 +87,7 @@ def _gzip_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
     """cramjam's inflate (several times zlib's speed) for the usual case; zlib for the rest:
     small batches, data after the last member, a wrong size hint, a limit hit, or an error
     to explain."""
-    if len(data) >= max(18, _GZIP_ZLIB_BELOW):
+    if len(data) >= _GZIP_ZLIB_BELOW:
         size_hint = int.from_bytes(data[-4:], "little")  # ISIZE of the last member
         window = min(limit, max(size_hint, 1 << 16))
         try:
@@ -203,18 +203,11 @@ def _check_magic(codec: Compression, magic: int) -> None:
             f"pluggable compression needs magic 2, not magic {magic}")
 
 
-# codec ids as members: a dict lookup, where the enum's own call costs ~1 us, more than a
-# small batch's inflating
-_CODEC_OF_ID: dict[int, Compression] = {int(c): c for c in Compression}
-
-
 def _check_codec(codec: Compression | int | str, magic: int, plugin: str | None) -> Compression:
-    parsed = _CODEC_OF_ID.get(codec) if isinstance(codec, int) else None
-    if parsed is None:
-        try:
-            parsed = Compression.parse(codec)
-        except ValueError:
-            raise UnsupportedCompressionTypeError(f"Unknown compression type {codec!r}") from None
+    try:
+        parsed = Compression.parse(codec)
+    except ValueError:
+        raise UnsupportedCompressionTypeError(f"Unknown compression type {codec!r}") from None
     _check_magic(parsed, magic)
     if parsed == Compression.PLUGGABLE:
         if plugin is None:
