@@ -22,6 +22,18 @@ static inline void kc_wild_copy16(uint8_t *op, const uint8_t *src, size_t length
     } while (op < end);
 }
 
+/* Copies `length` bytes 32 at a time, so up to 31 bytes past op + length are written too;
+ * src is at least 32 bytes behind op (each 32 bytes read were written before). */
+static inline void kc_wild_copy32(uint8_t *op, const uint8_t *src, size_t length)
+{
+    size_t i = 0;
+    do {
+        memcpy(op + i, src + i, 16);
+        memcpy(op + i + 16, src + i + 16, 16);
+        i += 32;
+    } while (i < length);
+}
+
 /* 1 <= offset <= bytes written before op. */
 static inline void kc_copy_match(uint8_t *op, size_t offset, size_t length)
 {

@@ -19,8 +19,8 @@
  *     within the capacity.
  * Real blocks from any LZ4 compressor are of this kind; the rest are for liblz4 to judge.
  *
- * It writes only within dst[0, cap + KC_LZ4_SLACK): literals and matches are copied 16 bytes
- * at a time, past the end of what they copy.
+ * It writes only within dst[0, cap + KC_LZ4_SLACK): literals and matches are copied 16 or 32
+ * bytes at a time, past the end of what they copy.
  */
 #ifndef KCODEC_LZ4_BLOCK_H
 #define KCODEC_LZ4_BLOCK_H

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { KC_SNAPPY_SLACK = 16 };
+enum { KC_SNAPPY_SLACK = 32 };
 #define KC_SNAPPY_UNDECIDED (-1)
 
 /* Whether p (at least 8 bytes) starts an xerial stream's header (snappy-java's magic). */

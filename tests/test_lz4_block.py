@@ -26,14 +26,16 @@ from kcodec.constants import Compression
 from .conftest import real_segments
 
 SLACK = 32   # KC_LZ4_SLACK: bytes past the capacity the decoder may write
+GUARD = 64   # bytes past the slack that must stay as they were
 _decoder = ctypes.CDLL(_frames.__file__).kc_lz4_block
 _decoder.restype = ctypes.c_ssize_t
 _decoder.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t]
 
 
 def ours(block: bytes, capacity: int) -> bytes | None:
-    out = ctypes.create_string_buffer(capacity + SLACK)
+    out = ctypes.create_string_buffer(b"\xa5" * (capacity + SLACK + GUARD))
     size = _decoder(block, len(block), out, capacity)
+    assert out.raw[capacity + SLACK:-1] == b"\xa5" * GUARD, "wrote past the slack"
     return None if size < 0 else out.raw[:size]
 
 
@@ -55,18 +57,21 @@ def _length(value: int) -> bytes:
 def sequences(draw: st.DrawFn) -> tuple[bytes, int]:
     """A block of sequences whose lengths and offsets sit around the format's limits, often
     cut short: (block, bytes it would decode to)."""
-    edge_lengths = st.sampled_from([0, 1, 4, 14, 15, 16, 30, 270]) | st.integers(0, 60)
+    edge_lengths = (st.sampled_from([0, 1, 4, 14, 15, 16, 30, 32, 33, 270])
+                    | st.integers(0, 60))
     out = bytearray()
     produced = 0
     for _ in range(draw(st.integers(0, 5))):
         literals = draw(edge_lengths)
-        match = draw(st.sampled_from([4, 5, 18, 19, 20, 300]) | st.integers(4, 70))
+        match = draw(st.sampled_from([4, 5, 18, 19, 20, 32, 33, 256, 257, 300])
+                     | st.integers(4, 70))
         out.append(min(literals, 15) << 4 | min(match - 4, 15))
         if literals >= 15:
             out += _length(literals - 15)
         out += draw(st.binary(min_size=literals, max_size=literals))
         produced += literals
-        offset = draw(st.sampled_from([0, 1, 2, 7, 8, 15, 16, 17, produced, produced + 1])
+        offset = draw(st.sampled_from([0, 1, 2, 7, 8, 15, 16, 17, 31, 32, 33, produced,
+                                       produced + 1])
                       | st.integers(1, max(produced, 1)))
         out += (offset & 0xFFFF).to_bytes(2, "little")
         if match >= 19:

@@ -24,16 +24,31 @@ from kcodec.constants import Compression
 
 from .conftest import VECTORS
 
-SLACK = 16   # KC_SNAPPY_SLACK: bytes past the stated length the decoder may write
+SLACK = 32   # KC_SNAPPY_SLACK: bytes past the stated length the decoder may write
+GUARD = 64   # bytes past the slack that must stay as they were
 _decoder = ctypes.CDLL(_frames.__file__).kc_snappy_block
 _decoder.restype = ctypes.c_ssize_t
 _decoder.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t]
 
 
 def ours(block: bytes, capacity: int = 1 << 20) -> bytes | None:
-    out = ctypes.create_string_buffer(capacity + SLACK)
+    out = ctypes.create_string_buffer(b"\xa5" * (capacity + SLACK + GUARD))
     size = _decoder(block, len(block), out, capacity)
+    stated = _stated(block)
+    if stated is not None and stated <= capacity:   # (else nothing is written)
+        assert out.raw[stated + SLACK:-1] == b"\xa5" * (capacity - stated + GUARD), \
+            "wrote past the slack"
     return None if size < 0 else out.raw[:size]
+
+
+def _stated(block: bytes) -> int | None:
+    """The decoded length a block states, if its varint ends within 5 bytes."""
+    value = 0
+    for i, byte in enumerate(block[:5]):
+        value |= (byte & 0x7F) << 7 * i
+        if byte < 0x80:
+            return value
+    return None
 
 
 def library(block: bytes) -> bytes | None:
@@ -60,7 +75,8 @@ def elements(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(0, 6))):
         kind = draw(st.integers(0, 4))
         if kind == 0:
-            length = draw(st.sampled_from([1, 16, 17, 60, 61, 256, 300]) | st.integers(1, 80))
+            length = draw(st.sampled_from([1, 16, 17, 32, 33, 60, 61, 256, 300])
+                          | st.integers(1, 80))
             if length <= 60:
                 body.append(length - 1 << 2)
             else:
@@ -70,14 +86,15 @@ def elements(draw: st.DrawFn) -> bytes:
             body += draw(st.binary(min_size=length, max_size=length))
             produced += length
             continue
-        offset = draw(st.sampled_from([0, 1, 2, 15, 16, 17, produced, produced + 1])
+        offset = draw(st.sampled_from([0, 1, 2, 15, 16, 17, 31, 32, 33, produced,
+                                       produced + 1])
                       | st.integers(1, max(produced, 1)))
         if kind == 1:
             length = draw(st.integers(4, 11))
             body.append((offset >> 8 & 7) << 5 | length - 4 << 2 | 1)
             body.append(offset & 0xFF)
         else:
-            length = draw(st.sampled_from([1, 4, 16, 17, 64]) | st.integers(1, 64))
+            length = draw(st.sampled_from([1, 4, 16, 17, 32, 33, 64]) | st.integers(1, 64))
             width = 2 if kind == 2 else 4
             body.append(length - 1 << 2 | (2 if width == 2 else 3))
             body += (offset % (1 << 8 * width)).to_bytes(width, "little")
