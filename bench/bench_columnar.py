@@ -157,22 +157,24 @@ def scaling_by_size(codecs_: list[str], rounds: int) -> list[tuple[str, float, f
     return out
 
 
-def small_batches(rounds: int) -> list[tuple[str, float, float, float]]:
+def small_batches(rounds: int, codecs: list[str]) -> list[tuple[str, float, float, float]]:
     """The bench's 100 000 records of 100 B in batches of 1, 10 and 100 records, as
-    producers that send at once write them: what each batch costs besides its records
-    weighs up to a thousand times as much. (records/s of decode_columns and of views, and
-    decode_columns against aiokafka's reader.)"""
+    producers that send at once write them, and in compressed batches of 10: what each
+    batch costs besides its records weighs up to a thousand times as much. (records/s of
+    decode_columns and of views, and decode_columns against aiokafka's reader.)"""
     out = []
     total = BATCHES * PER_BATCH
-    for per_batch in (1, 10, 100):
-        data = make_log("none", 100, total // per_batch, per_batch)
+    cases = [("none", 1), ("none", 10), ("none", 100)] + [(codec, 10) for codec in codecs]
+    for codec, per_batch in cases:
+        data = make_log(codec, 100, total // per_batch, per_batch)
         parts = [bytes(b.buffer) for b in kcodec.read_batches(data)]
         medians = interleaved({
             "columns": lambda: kcodec.decode_columns(data),
             "views": lambda: kcodec.decode_arrow(data, binary_view=True),
             "aiokafka": lambda: aiokafka_rows(parts),
         }, rounds)
-        out.append((f"{per_batch} a batch", total / medians["columns"] / 1e6,
+        name = f"{per_batch} a batch" if codec == "none" else f"{codec}, {per_batch} a batch"
+        out.append((name, total / medians["columns"] / 1e6,
                     total / medians["views"] / 1e6, medians["aiokafka"] / medians["columns"]))
     return out
 
@@ -233,7 +235,8 @@ def main() -> int:
             ["none"] if args.quick else ["none", "lz4"], rounds):
         print(f"{case:<30} {arrow2:>5.2f}x {views2:>5.2f}x {columns2:>7.2f}x")
     print("\nsmall batches, 100 B records:  M rec/s: columns  views  vs aiokafka")
-    for case, rate, views, vs_aio in small_batches(rounds):
+    for case, rate, views, vs_aio in small_batches(
+            rounds, [] if args.quick else ["gzip", "snappy", "lz4", "zstd"]):
         print(f"{case:<30} {rate:>15.1f} {views:>6.1f} {vs_aio:>10.1f}x")
     print(f"\nwith 2 threads instead of 1, this machine copies memory {copy_scaling(rounds):.2f}x "
           f"and hashes in cache {compute_scaling(rounds):.2f}x as fast")

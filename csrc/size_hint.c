@@ -102,34 +102,16 @@ static int lz4_size(const uint8_t *p, size_t n, size_range *r)
     return lz4_blocks(stored, compressed, max_block, before, last, r);
 }
 
-/* A zstd frame without a content size: its blocks' headers, raw and RLE blocks as they
- * are, compressed ones from nothing to full (zstd's own block splitting leaves them of any
- * size). */
-static int zstd_blocks(const uint8_t *p, size_t n, size_t pos, uint64_t block_max,
-                       size_range *r)
-{
-    uint64_t known = 0, compressed = 0;
-    while (n - pos >= 3) {
-        uint32_t header = (uint32_t)kc_get_le(p + pos, 3);
-        uint32_t type = (header >> 1) & 3, size = header >> 3;
-        size_t stored = type == 1 ? 1 : size;   /* an RLE block stores one byte */
-        if (type == 3 || stored > n - pos - 3)
-            return 0;
-        if (type == 2)
-            compressed++;
-        else
-            known += size;
-        pos += 3 + stored;
-        if (header & 1)   /* the last block */
-            break;
-    }
-    r->low = (int64_t)known;
-    r->likely = compressed ? -1 : (int64_t)known;
-    r->high = (int64_t)(known + compressed * block_max);
-    return 1;
-}
+/* What a zstd frame's header says (RFC 8878, 3.1.1.1). */
+typedef struct {
+    size_t blocks_at;       /* where its first block's header is */
+    int64_t content_size;   /* as stated, or -1 */
+    uint64_t window;        /* the window it asks for */
+    uint64_t block_max;     /* the most one block decompresses to */
+    int checksum;           /* whether 4 bytes of checksum follow its last block */
+} zstd_header;
 
-static int zstd_size(const uint8_t *p, size_t n, size_range *r)
+static int zstd_read_header(const uint8_t *p, size_t n, zstd_header *h)
 {
     static const int DICTIONARY_ID_BYTES[4] = {0, 1, 2, 4};
     static const int CONTENT_SIZE_BYTES[4] = {0, 2, 4, 8};
@@ -144,14 +126,82 @@ static int zstd_size(const uint8_t *p, size_t n, size_range *r)
     size_t at = 5 + (size_t)!single_segment + (size_t)DICTIONARY_ID_BYTES[descriptor & 3];
     if (n < at + (size_t)size_bytes)
         return 0;
+    h->content_size = -1;
     if (size_bytes) {
         uint64_t size = kc_get_le(p + at, (size_t)size_bytes);
-        return exactly(size_bytes == 2 ? size + 256 : size, r);
+        if (size_bytes == 2)
+            size += 256;
+        if (size > INT64_MAX)
+            return 0;
+        h->content_size = (int64_t)size;
     }
-    unsigned window = p[5];   /* not a single segment, so the window descriptor is here */
-    uint64_t window_base = (uint64_t)1 << (10 + (window >> 3));
-    uint64_t window_size = window_base + window_base / 8 * (window & 7);
-    return zstd_blocks(p, n, at, window_size < MAX_BLOCK ? window_size : MAX_BLOCK, r);
+    if (single_segment) {
+        h->window = (uint64_t)h->content_size;
+    } else {
+        unsigned window = p[5];
+        uint64_t window_base = (uint64_t)1 << (10 + (window >> 3));
+        h->window = window_base + window_base / 8 * (window & 7);
+    }
+    h->block_max = h->window < MAX_BLOCK ? h->window : MAX_BLOCK;
+    h->checksum = (descriptor >> 2) & 1;
+    h->blocks_at = at + (size_t)size_bytes;
+    return 1;
+}
+
+/* A zstd frame's blocks, from their headers: raw and RLE blocks as they are, compressed
+ * ones from nothing to full (zstd's own block splitting leaves them of any size). *end is
+ * where the frame ends (past its last block and checksum), or 0 when the blocks run out
+ * before its last. */
+static int zstd_blocks(const uint8_t *p, size_t n, const zstd_header *h, size_range *r,
+                       size_t *end)
+{
+    uint64_t known = 0, compressed = 0;
+    size_t pos = h->blocks_at;
+    *end = 0;
+    while (n - pos >= 3) {
+        uint32_t header = (uint32_t)kc_get_le(p + pos, 3);
+        uint32_t type = (header >> 1) & 3, size = header >> 3;
+        size_t stored = type == 1 ? 1 : size;   /* an RLE block stores one byte */
+        if (type == 3 || stored > n - pos - 3)
+            return 0;
+        if (type == 2)
+            compressed++;
+        else
+            known += size;
+        pos += 3 + stored;
+        if (header & 1) {   /* the last block */
+            *end = pos + 4 * (size_t)h->checksum;
+            break;
+        }
+    }
+    r->low = (int64_t)known;
+    r->likely = compressed ? -1 : (int64_t)known;
+    r->high = (int64_t)(known + compressed * h->block_max);
+    return 1;
+}
+
+static int zstd_size(const uint8_t *p, size_t n, size_range *r)
+{
+    zstd_header h;
+    size_t end;
+    if (!zstd_read_header(p, n, &h))
+        return 0;
+    if (h.content_size >= 0)
+        return exactly((uint64_t)h.content_size, r);
+    return zstd_blocks(p, n, &h, r, &end);
+}
+
+int64_t kc_zstd_frame_most(const uint8_t *p, size_t n, uint64_t max_window)
+{
+    zstd_header h;
+    size_range r;
+    size_t end;
+    if (!zstd_read_header(p, n, &h) || h.window > max_window ||
+        !zstd_blocks(p, n, &h, &r, &end) || end != n)
+        return -1;
+    if (h.content_size < 0)
+        return r.high;
+    return h.content_size <= r.high ? h.content_size : -1;
 }
 
 void kc_decompressed_size_range(int codec, const uint8_t *p, size_t n, int64_t *low,

@@ -24,4 +24,10 @@
 void kc_decompressed_size_range(int codec, const uint8_t *p, size_t n, int64_t *low,
                                 int64_t *likely, int64_t *high);
 
+/* When p[0, n) is exactly one zstd frame (nothing before or after it, its blocks' headers
+ * whole) that asks for a window of at most max_window bytes: the most it decompresses to,
+ * by the content size its header states (when its blocks can hold that much) or by its
+ * blocks' headers. Otherwise -1. */
+int64_t kc_zstd_frame_most(const uint8_t *p, size_t n, uint64_t max_window);
+
 #endif

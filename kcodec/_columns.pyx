@@ -28,15 +28,16 @@ from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc,
                              next_inner, open_inner, raise_crc_mismatch, shallow_message)
 from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_release_spares, scratch_resize
-from kcodec._frames cimport (BlockHook, lz4_frame_with_hook, snappy_with_hook,
-                             zstd_with_hook)
+from kcodec._frames cimport (BlockHook, bytes_with_hook, lz4_frame_with_hook,
+                             snappy_with_hook, zstd_with_hook)
 
 import numpy
 import zstandard
 
 from kcodec._headers_first import from_headers_first, meta_bounds, meta_prefix
 from kcodec._workers import run_all
-from kcodec.codecs import decompress_section, get_max_decompressed_size, zstd_stream_reader
+from kcodec.codecs import (decompress_section, get_max_decompressed_size,
+                           zstd_frame_in_one_call, zstd_stream_reader)
 from kcodec.errors import InvalidRecordError, KcodecError
 
 COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": KC_COL_KEY,
@@ -845,8 +846,12 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
         if batch.compression_id == 3:
             stopped = lz4_frame_with_hook(p + header, n - header, limit, records, &hook)
         elif batch.compression_id == 4:
-            with zstd_stream_reader(whole[header:]) as reader:
-                stopped = zstd_with_hook(reader, limit, records, &hook)
+            frame = zstd_frame_in_one_call(whole[header:], limit)
+            if frame is not None:
+                stopped = bytes_with_hook(frame, records, &hook)
+            else:
+                with zstd_stream_reader(whole[header:]) as reader:
+                    stopped = zstd_with_hook(reader, limit, records, &hook)
         else:
             stopped = snappy_with_hook(p + header, n - header, limit, records, &hook)
     except (KcodecError, zstandard.ZstdError):

@@ -30,3 +30,5 @@ cdef int snappy_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
 # hook after each window.
 cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
                         BlockHook *hook) except -1
+# Bytes decompressed in one call (a whole zstd frame's) into sink, then the hook once.
+cdef int bytes_with_hook(object data, ScratchBuffer sink, BlockHook *hook) except -1

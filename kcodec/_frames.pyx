@@ -9,7 +9,7 @@ any other block goes to the library (cramjam: liblz4, and snappy), one Python-le
 per block, and its verdict stands. Acceptance follows Java's readers (FORMAT.md §4.2, §4.3).
 """
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport uint8_t, uint32_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stddef cimport ptrdiff_t
 from libc.string cimport memcpy, memmove
 
@@ -18,7 +18,7 @@ import cramjam
 from kcodec._scratch cimport Scratch, ScratchBuffer
 from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
                              kc_get_le, kc_lz4_block, kc_put_be32, kc_snappy_block,
-                             kc_snappy_length, kc_xerial_magic, kc_xxh32)
+                             kc_snappy_length, kc_xerial_magic, kc_xxh32, kc_zstd_frame_most)
 
 from kcodec.errors import CompressionError, DecompressionLimitError
 
@@ -141,6 +141,28 @@ cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
             stopped = _after_block(hook, &sink.mem, &sink.length)
         if stopped:
             return 1
+
+
+cdef int bytes_with_hook(object data, ScratchBuffer sink, BlockHook *hook) except -1:
+    """Bytes decompressed in one call (a whole zstd frame's) into sink, then ``hook``, as
+    after a frame's only block; 1 when the hook stopped it."""
+    cdef bint stopped
+    sink.write(data)
+    with nogil:
+        stopped = _after_block(hook, &sink.mem, &sink.length)
+    return stopped
+
+
+def zstd_frame_most(data, uint64_t max_window):
+    """The most ``data`` decompresses to when it is exactly one zstd frame asking for a
+    window of at most ``max_window`` bytes, by the frame's own header and block headers;
+    else -1 (csrc/size_hint.h)."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        return kc_zstd_frame_most(<const uint8_t *>view.buf, <size_t>view.len, max_window)
+    finally:
+        PyBuffer_Release(&view)
 
 
 cdef inline Py_ssize_t _dropped(BlockHook *hook) noexcept nogil:

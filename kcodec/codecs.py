@@ -20,7 +20,13 @@ import cramjam
 import zstandard
 
 from kcodec import plugins
-from kcodec._frames import lz4_frame_compress, lz4_frame_into, snappy_compress, snappy_into
+from kcodec._frames import (
+    lz4_frame_compress,
+    lz4_frame_into,
+    snappy_compress,
+    snappy_into,
+    zstd_frame_most,
+)
 from kcodec._scratch import ScratchBuffer
 from kcodec.constants import Compression
 from kcodec.errors import (
@@ -151,9 +157,14 @@ def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
 
 
 def _zstd_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
-    """Into windows of the sink: first of the frame's stated size (Java's frames state none,
-    so then a guess from the compressed size), then what is left of it, then 1 MiB at a
-    time. A small batch so never reserves a large buffer, which binary views would keep."""
+    """A small frame in one call (zstd_frame_in_one_call); else into windows of the sink:
+    first of the frame's stated size (Java's frames state none, so then a guess from the
+    compressed size), then what is left of it, then 1 MiB at a time. A small batch so never
+    reserves a large buffer, which binary views would keep."""
+    whole = zstd_frame_in_one_call(data, limit)
+    if whole is not None:
+        sink.write(whole)
+        return
     try:
         stated = zstandard.frame_content_size(data)
     except zstandard.ZstdError:
@@ -173,6 +184,34 @@ def _zstd_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
                 window = window - got if got < window else 1 << 20
     except zstandard.ZstdError as exc:
         raise CompressionError(f"corrupt zstd data: {exc}") from None
+
+
+#: Records sections of at most this many bytes that are one zstd frame are decompressed in
+#: one call rather than through a stream reader, whose set-up costs about as much as a
+#: small batch's decompression: 100 000 records of 100 bytes in batches of 30 decoded to
+#: columns in 16 ms instead of 18.5, in batches of 300 (6 KB compressed) 3% faster. Larger
+#: ones are read into the decoder's own buffer rather than copied there from a new object
+#: (batches of 1000, 20 KB: 4% slower in one call).
+ZSTD_ONE_CALL_INPUT = 8192
+#: ... when their framing also bounds what they decompress to by this many bytes (the
+#: one-call output is allocated at that size).
+_ZSTD_ONE_CALL_MOST = 1 << 20
+
+
+def zstd_frame_in_one_call(data: memoryview, limit: int) -> bytes | None:
+    """``data`` decompressed in one call when it is a small records section of exactly one
+    frame, whose own framing bounds its output to ``limit`` bytes or fewer; else None, as
+    when that call fails (the stream reader then decides, and explains an error, as for
+    any other frame)."""
+    if len(data) > ZSTD_ONE_CALL_INPUT:
+        return None
+    most = zstd_frame_most(data, _ZSTD_MAX_WINDOW)
+    if most < 0 or most > min(limit, _ZSTD_ONE_CALL_MOST):
+        return None
+    try:   # (max_output_size=0 would mean no bound)
+        return _zstd_decompressor().decompress(data, max_output_size=max(most, 1))
+    except zstandard.ZstdError:
+        return None
 
 
 def zstd_stream_reader(data: memoryview) -> zstandard.ZstdDecompressionReader:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from kcodec import Compression
 from kcodec import codecs as C
+from kcodec._frames import zstd_frame_most
 from kcodec.errors import (
     CompressionError,
     DecompressionLimitError,
@@ -221,6 +222,77 @@ def test_zstd_frame_stating_a_wrong_size() -> None:
         sized[5] = stated
         with pytest.raises(CompressionError):
             C.decompress("zstd", bytes(sized))
+
+
+def test_the_extent_of_one_zstd_frame() -> None:
+    """zstd_frame_most: what one whole frame may decompress to by its own framing, and -1
+    for anything else (the stream reader then decides)."""
+    import zstandard
+    window = 1 << 27
+    data = b"the value of a record " * 40
+    unsized = C.compress("zstd", data)   # as Java writes: no content size, no checksum
+    sized = zstandard.ZstdCompressor(write_checksum=True).compress(data)
+    assert len(data) <= zstd_frame_most(unsized, window) <= 128 * 1024
+    assert zstd_frame_most(sized, window) == len(data)
+    skippable = struct.pack("<II", 0x184D2A50, 3) + b"abc"
+    for other in (unsized + sized, sized + unsized, unsized + b"x", unsized[:-1], sized[:-1],
+                  skippable + sized, b"", b"\x28\xb5\x2f\xfd"):
+        assert zstd_frame_most(other, window) == -1
+    wide = zstandard.ZstdCompressor(compression_params=zstandard.ZstdCompressionParameters(
+        window_log=28)).compressobj()
+    wide_frame = wide.compress(data) + wide.flush()
+    assert zstd_frame_most(wide_frame, window) == -1
+    assert zstd_frame_most(wide_frame, 1 << 28) >= len(data)
+    with pytest.raises(CompressionError):   # Java's limit holds for small frames too
+        C.decompress("zstd", wide_frame)
+    noise = bytes((i * 167 + 13) % 256 for i in range(200))   # stored as one raw block
+    stating_more = bytearray(zstandard.ZstdCompressor().compress(noise))
+    assert stating_more[5] == 200 and zstd_frame_most(bytes(stating_more), window) == 200
+    stating_more[5] = 201
+    assert zstd_frame_most(bytes(stating_more), window) == -1
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=3000), st.sampled_from(["java", "sized", "checksum"]),
+       st.integers(0, 2))
+def test_small_zstd_frames_in_one_call_or_streamed(data: bytes, kind: str,
+                                                    frames: int) -> None:
+    """Small records sections of one frame are decompressed in one call, any other through
+    the stream reader: the bytes, and the limit, are the same either way."""
+    import zstandard
+    if kind == "java":
+        frame = C.compress("zstd", data)
+    else:
+        frame = zstandard.ZstdCompressor(write_checksum=kind == "checksum").compress(data)
+    section = frame * max(frames, 1)
+    expected = data * max(frames, 1)
+    one_call = C.zstd_frame_in_one_call(memoryview(section), 1 << 30)
+    assert (one_call is not None) == (frames <= 1 and len(section) <= C.ZSTD_ONE_CALL_INPUT)
+    assert one_call in (None, expected)
+    assert C.decompress("zstd", section) == expected
+    if expected:
+        with pytest.raises(DecompressionLimitError):
+            C.decompress("zstd", section, max_size=len(expected) - 1)
+
+
+def test_small_zstd_batches_skip_the_stream_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows and columns of a small zstd batch come from one call, not a stream reader."""
+    import kcodec
+    from kcodec import _columns
+    builder = kcodec.BatchBuilder(compression="zstd")
+    for i in range(10):
+        builder.append(b"value %d" % i, key=b"k")
+    batch = builder.build()
+
+    def refuse(data: memoryview) -> None:
+        raise AssertionError("a stream reader for a small frame")
+
+    monkeypatch.setattr(C, "zstd_stream_reader", refuse)
+    monkeypatch.setattr(_columns, "zstd_stream_reader", refuse)
+    assert [r.value for b in kcodec.read_batches(batch) for r in b] == \
+        [b"value %d" % i for i in range(10)]
+    columns = kcodec.decode_columns(batch)
+    assert columns["count"] == 10 and bytes(columns["value_data"]).startswith(b"value 0")
 
 
 # ---- bounds --------------------------------------------------------------------------------
