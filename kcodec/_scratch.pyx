@@ -26,11 +26,48 @@ cdef enum:
     SPARE_MAX_SIZE = 16 * 1024 * 1024   # ... each no larger than this
     SPARE_TOTAL_BYTES = 256 * 1024 * 1024
     MIN_SIZE = 16 * 1024
+    # size classes: spares of [2^k, 2^(k+1)) bytes are class k (SPARE_MAX_SIZE is 2^24)
+    CLASSES = 25
 
 
-cdef Scratch _spares[SPARE_BUFFERS]
+cdef struct Spare:
+    Scratch s
+    unsigned long long given_back   # when: a count of spares given back
+
+
+# The spares by size class, each class's in the order they were given back. Kept by class,
+# a request looks only where a spare that fits it can be: searching one list of all
+# spares, each small batch's request had walked all of them when the pool held large ones
+# (views of 10-record snappy batches: 16 ms for 100 000 records, against 10.5 ms).
+cdef Spare _pool[CLASSES][SPARE_BUFFERS]
+cdef int _in_class[CLASSES]
 cdef int _n_spares = 0
 cdef size_t _spare_bytes = 0
+cdef unsigned long long _given_back = 0
+
+
+cdef inline int _size_class(size_t n) noexcept:
+    """floor(log2(n)), for n >= 1 (0 for 0)."""
+    cdef int k = 0
+    while n > 1:
+        n >>= 1
+        k += 1
+    return k
+
+
+cdef Scratch _remove(int k, int i) noexcept:
+    """Take spare i of class k out of the pool."""
+    global _n_spares, _spare_bytes
+    cdef Scratch s = _pool[k][i].s
+    _in_class[k] -= 1
+    memmove(&_pool[k][i], &_pool[k][i + 1], (_in_class[k] - i) * sizeof(Spare))
+    _n_spares -= 1
+    _spare_bytes -= s.capacity
+    return s
+
+
+cdef inline bint _newer(int k, int i, int best_k, int best_i) noexcept:
+    return best_k < 0 or _pool[k][i].given_back > _pool[best_k][best_i].given_back
 
 
 cdef Scratch scratch_take(size_t at_least) noexcept:
@@ -39,47 +76,50 @@ cdef Scratch scratch_take(size_t at_least) noexcept:
     enough, else a new one. (Decodes of small and large batches in turn so each find spares
     of their own size, rather than the small ones taking and cutting the large ones.) data
     is NULL on failure."""
-    global _n_spares, _spare_bytes
     cdef Scratch s
-    cdef int i, found = -1
     cdef size_t want = max(at_least, <size_t>MIN_SIZE)
-    for i in range(_n_spares - 1, -1, -1):
-        if _spares[i].capacity >= want:
-            if _spares[i].capacity // 2 < want:
-                found = i
+    cdef int c = _size_class(want), k, i, best_k = -1, best_i = -1
+    # Left less than half empty: a spare of [want, 2 want) bytes, which is one of class c
+    # holding want, or one of class c + 1 under 2 want (classes above hold 2 want or more).
+    if c < CLASSES:
+        for i in range(_in_class[c] - 1, -1, -1):
+            if _pool[c][i].s.capacity >= want:
+                best_k, best_i = c, i
                 break
-            if found < 0:
-                found = i
-    if found >= 0:
-        s = _spares[found]
-        _spare_bytes -= s.capacity
-        _n_spares -= 1
-        memmove(&_spares[found], &_spares[found + 1], (_n_spares - found) * sizeof(Scratch))
-        return s
+    if c + 1 < CLASSES:
+        for i in range(_in_class[c + 1] - 1, -1, -1):
+            if _pool[c + 1][i].s.capacity // 2 < want:
+                if _newer(c + 1, i, best_k, best_i):
+                    best_k, best_i = c + 1, i
+                break
+    # else large enough: the newest of any class above c (class c holds none that fit)
+    if best_k < 0:
+        for k in range(c + 1, CLASSES):
+            if _in_class[k] and _newer(k, _in_class[k] - 1, best_k, best_i):
+                best_k, best_i = k, _in_class[k] - 1
+    if best_k >= 0:
+        return _remove(best_k, best_i)
     s.capacity = want
     s.data = <uint8_t *>malloc(s.capacity)
     return s
 
 
 cdef void _free_oldest(int count) noexcept:
-    """Free the ``count`` spares given back longest ago (the first ones)."""
-    global _n_spares, _spare_bytes
-    cdef int i
-    if count == 0:
-        return
-    for i in range(count):
-        _spare_bytes -= _spares[i].capacity
-        free(_spares[i].data)
-    _n_spares -= count
-    memmove(&_spares[0], &_spares[count], _n_spares * sizeof(Scratch))
+    """Free the ``count`` spares given back longest ago."""
+    cdef int k, oldest, n
+    for n in range(min(count, _n_spares)):
+        oldest = -1
+        for k in range(CLASSES):
+            if _in_class[k] and (oldest < 0 or
+                                 _pool[k][0].given_back < _pool[oldest][0].given_back):
+                oldest = k
+        free(_remove(oldest, 0).data)
 
 
 cdef void scratch_give_back(Scratch s) noexcept:
     """Keep s for reuse, making room by freeing the oldest spares (a quarter of the pool at
     once when it is full), so that the pool turns over to the buffers in use."""
-    global _n_spares, _spare_bytes
-    cdef int oldest = 0
-    cdef size_t freed = 0
+    global _n_spares, _spare_bytes, _given_back
     if s.data == NULL:
         return
     if s.capacity > SPARE_MAX_SIZE:
@@ -87,11 +127,13 @@ cdef void scratch_give_back(Scratch s) noexcept:
         return
     if _n_spares == SPARE_BUFFERS:
         _free_oldest(SPARE_BUFFERS // 4)
-    while _spare_bytes - freed + s.capacity > SPARE_TOTAL_BYTES:
-        freed += _spares[oldest].capacity
-        oldest += 1
-    _free_oldest(oldest)
-    _spares[_n_spares] = s
+    while _spare_bytes + s.capacity > SPARE_TOTAL_BYTES:
+        _free_oldest(1)
+    cdef int k = _size_class(s.capacity)
+    _given_back += 1
+    _pool[k][_in_class[k]].s = s
+    _pool[k][_in_class[k]].given_back = _given_back
+    _in_class[k] += 1
     _n_spares += 1
     _spare_bytes += s.capacity
 
@@ -100,9 +142,12 @@ cdef size_t scratch_release_spares() noexcept:
     """Free every spare buffer; returns how many bytes that released."""
     global _n_spares, _spare_bytes
     cdef size_t released = _spare_bytes
-    while _n_spares:
-        _n_spares -= 1
-        free(_spares[_n_spares].data)
+    cdef int k, i
+    for k in range(CLASSES):
+        for i in range(_in_class[k]):
+            free(_pool[k][i].s.data)
+        _in_class[k] = 0
+    _n_spares = 0
     _spare_bytes = 0
     return released
 

@@ -424,6 +424,60 @@ def test_spare_column_buffers_are_reused_and_can_be_released() -> None:
     assert release_spare_buffers() == 0
 
 
+def _address(buffer: Any) -> int:
+    return int(np.frombuffer(buffer.window(1), dtype=np.uint8).ctypes.data)
+
+
+def test_the_decompression_pool_gives_the_newest_spare_that_fits() -> None:
+    """A request takes the spare given back last that it leaves less than half empty, of
+    whatever size class, else the one given back last that is large enough."""
+    from kcodec._scratch import ScratchBuffer
+    from kcodec.columnar import release_spare_buffers
+
+    def given_back(*sizes: int) -> list[int]:   # (into an empty pool)
+        release_spare_buffers()
+        buffers = [ScratchBuffer(size) for size in sizes]
+        addresses = [_address(b) for b in buffers]
+        while buffers:   # given back in this order
+            del buffers[0]
+        return addresses
+
+    fit, large = given_back(20_000, 1 << 20)
+    assert _address(ScratchBuffer(20_000)) == fit   # not the newer, larger one
+    fit, large = given_back(20_000, 1 << 20)
+    assert _address(ScratchBuffer(100_000)) == large
+    older, newer = given_back(20_000, 30_000)
+    assert _address(ScratchBuffer(18_000)) == newer
+    in_class, next_class = given_back(25_000, 35_000)   # 16-32 KiB, 32-64 KiB
+    first = ScratchBuffer(20_000)
+    assert _address(first) == next_class
+    assert _address(ScratchBuffer(20_000)) == in_class
+    release_spare_buffers()
+
+
+def test_the_decompression_pool_stays_bounded_under_churn() -> None:
+    """Buffers of every size made, written and dropped in any order: the pool keeps at most
+    its bounds and frees what it kept when released."""
+    import random
+
+    from kcodec._scratch import ScratchBuffer
+    from kcodec.columnar import release_spare_buffers
+    release_spare_buffers()
+    noise = random.Random(7)
+    live: list[Any] = []
+    for _ in range(4000):
+        if live and noise.random() < 0.5:
+            del live[noise.randrange(len(live))]
+            continue
+        size = noise.choice([1, 5000, 16384, 20_000, 70_000, 1 << 20, 5 << 20, 17 << 20])
+        buffer = ScratchBuffer(size)
+        buffer.window(size)[-1:] = b"x"
+        live.append(buffer)
+    live.clear()
+    assert 0 < release_spare_buffers() <= 256 << 20
+    assert release_spare_buffers() == 0
+
+
 def _fresh_pages(decode: Any) -> int:
     """Pages first touched (minor page faults) while ``decode()`` runs and its result goes."""
     import resource
