@@ -31,6 +31,11 @@ from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_release_spares, scr
 from kcodec._frames cimport (BlockHook, bytes_with_hook, lz4_frame_with_hook,
                              snappy_with_hook, zstd_with_hook)
 
+
+cdef extern from "Python.h":
+    object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
+    int PyBUF_READ
+
 import numpy
 import zstandard
 
@@ -339,8 +344,9 @@ cdef class _Chunk:
         kc_columns_free(&self.c)
 
 
-cdef int _fill_info(kc_batch_info *info, RecordBatch batch, bint strict, tuple offsets,
-                    tuple timestamps) except -1:
+cdef int _fill_info(kc_batch_info *info, RecordBatch batch, bint strict,
+                    const kc_batch_info *ranges) except -1:
+    """info for ``batch``, with the offset and timestamp ranges of ``ranges``."""
     info.base_offset = batch.base_offset
     info.base_timestamp = batch.base_timestamp
     info.max_timestamp = batch.max_timestamp
@@ -355,8 +361,8 @@ cdef int _fill_info(kc_batch_info *info, RecordBatch batch, bint strict, tuple o
     info.is_transactional = batch.attributes & ATTR_TRANSACTIONAL != 0
     info.is_control = batch.attributes & ATTR_CONTROL != 0
     info.strict = strict
-    info.offset_lo, info.offset_hi = offsets
-    info.timestamp_lo, info.timestamp_hi = timestamps
+    info.offset_lo, info.offset_hi = ranges.offset_lo, ranges.offset_hi
+    info.timestamp_lo, info.timestamp_hi = ranges.timestamp_lo, ranges.timestamp_hi
     info.view_offset = 0
     info.copy_to = NULL
     info.prefetch = NULL
@@ -473,14 +479,14 @@ cdef class _ViewSources:
 
 
 cdef int _queue_v2(_Run run, RecordBatch batch, unsigned want, bint strict, bint validate_crc,
-                   tuple offsets, tuple timestamps, object max_decompressed_size,
+                   const kc_batch_info *ranges, object max_decompressed_size,
                    _ViewSources sources) except -1:
     cdef _Task *task = &run.tasks[run.n]
     cdef ScratchBuffer records = None   # the decompressed records, when compressed
     cdef int count = batch.record_count
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count}", position=batch.position)
-    _fill_info(&task.info, batch, strict, offsets, timestamps)
+    _fill_info(&task.info, batch, strict, ranges)
     # the batch's bytes, in the input its InputBuffer holds exported (not through a
     # memoryview of each batch: a log of many small batches then makes fewer objects)
     task.crc_from = batch._p + 21 if validate_crc else NULL
@@ -771,51 +777,48 @@ cdef void _room_for_values(kc_buf *values, double per_batch, Py_ssize_t batches)
 
 
 cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint validate_crc,
-                           tuple offsets, tuple timestamps, object max_decompressed_size,
+                           const kc_batch_info *ranges, Py_ssize_t limit,
                            _ViewSources sources, Py_ssize_t batches_left) except -1:
-    """Decode a magic-2 LZ4, snappy or zstd batch block by block; False when it is left to
-    the ordinary path (and the columns are as they were). ``batches_left`` counts it and the
-    batches after it in the decode that are decoded this way."""
+    """Decode a magic-2 LZ4, snappy or zstd batch block by block, decompressing at most
+    ``limit`` bytes; False when it is left to the ordinary path (and the columns are as they
+    were). ``batches_left`` counts it and the batches after it in the decode that are
+    decoded this way. (Small batches pay for every Python object made here: none is made for
+    an LZ4 or snappy batch but its sink.)"""
     cdef _Task task
     cdef _BlockByBlock run
     cdef BlockHook hook
     cdef _Snapshot before
-    cdef Py_buffer view
     cdef Py_ssize_t header = batch.header_size
     cdef Py_ssize_t length
     cdef Scratch lent
     cdef int stopped
-    whole = batch.buffer
-    PyObject_GetBuffer(whole, &view, PyBUF_SIMPLE)   # whole keeps the bytes alive
-    cdef const uint8_t *p = <const uint8_t *>view.buf
-    cdef Py_ssize_t n = view.len
-    PyBuffer_Release(&view)
+    cdef int codec = batch.attributes & ATTR_CODEC
+    cdef const uint8_t *p = batch._p   # (the batch keeps its input alive)
+    cdef Py_ssize_t n = batch.size
     if validate_crc and crc32c_update(0, p + 21, <size_t>(n - 21)) != <uint32_t>batch.crc:
         return False   # the ordinary path raises the checksum error
-    limit = get_max_decompressed_size() if max_decompressed_size is None else max_decompressed_size
     cdef int64_t stated_most
     cdef double room
     cdef ScratchBuffer kept = None
     run.keep = False
-    run.in_place = (sources is None and chunk.c.want & KC_COL_VALUE
-                    and batch.compression_id == 2)
+    run.in_place = sources is None and chunk.c.want & KC_COL_VALUE and codec == 2
     if run.in_place:
         records = ScratchBuffer(lent=True)
         records.lend(chunk.c.value_data.data, chunk.c.value_data.cap, chunk.c.value_data.len)
     else:
-        room = _region_guess(batch.compression_id, p + header, n - header, batch.record_count,
-                             True, &stated_most)
+        room = _region_guess(codec, p + header, n - header, batch.record_count, True,
+                             &stated_most)
         if chunk.c.want & KC_COL_VALUE and sources is None:
             _room_for_values(&chunk.c.value_data,
                              max(room - _record_overhead * batch.record_count, 0), batches_left)
         # and the room the LZ4 decoder asks for past the records: a whole block (the
         # framing's top covers it)
-        if batch.compression_id == 3 and stated_most < INT64_MAX:
+        if codec == 3 and stated_most < INT64_MAX:
             room = max(room, <double>stated_most)
         room = min(room + 1024, <double>limit)
         # Views keep the records where they are decompressed when they are snappy's or
         # fit in cache anyway, else copy them to a buffer kept (see above)
-        run.keep = sources is not None and (batch.compression_id == 2 or room < DROP_FROM)
+        run.keep = sources is not None and (codec == 2 or room < DROP_FROM)
         # Without views, room to reach DROP_FROM and decompress one more block of that
         # size; with views all of it, so that sinks and kept buffers serve each other as
         # spares in the pool.
@@ -826,7 +829,7 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
             # last batch's sink, in cache)
             kept = ScratchBuffer(<Py_ssize_t>room)
     run.kept = NULL if kept is None else &kept.mem
-    _fill_info(&task.info, batch, strict, offsets, timestamps)
+    _fill_info(&task.info, batch, strict, ranges)
     if sources is not None:
         task.info.view_buffer = <int32_t>len(sources.found) + 1   # what place() gives it
     task.info.values_in_place = run.in_place
@@ -843,14 +846,15 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
     _snapshot(&chunk.c, &before)
     cdef size_t key_views_from = chunk.c.key_views.len, value_views_from = chunk.c.value_views.len
     try:
-        if batch.compression_id == 3:
+        if codec == 3:
             stopped = lz4_frame_with_hook(p + header, n - header, limit, records, &hook)
-        elif batch.compression_id == 4:
-            frame = zstd_frame_in_one_call(whole[header:], limit)
+        elif codec == 4:
+            section = PyMemoryView_FromMemory(<char *>p + header, n - header, PyBUF_READ)
+            frame = zstd_frame_in_one_call(section, limit)
             if frame is not None:
                 stopped = bytes_with_hook(frame, records, &hook)
             else:
-                with zstd_stream_reader(whole[header:]) as reader:
+                with zstd_stream_reader(section) as reader:
                     stopped = zstd_with_hook(reader, limit, records, &hook)
         else:
             stopped = snappy_with_hook(p + header, n - header, limit, records, &hook)
@@ -876,7 +880,7 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
         _restore(&chunk.c, &before)
         return False
     if chunk.c.decoded_bytes > before.decoded_bytes and n > header:   # (none left out)
-        _inflation[batch.compression_id] = (<double>(chunk.c.decoded_bytes - before.decoded_bytes)
+        _inflation[codec] = (<double>(chunk.c.decoded_bytes - before.decoded_bytes)
                                             / (n - header))
     if kept is not None:
         kept.length = hook.dropped + length
@@ -1187,19 +1191,13 @@ cdef enum:
 
 cdef double _batch_region_guess(RecordBatch batch, Py_ssize_t records) except -1:
     """_region_guess of a compressed RecordBatch."""
-    cdef Py_buffer view
     cdef int64_t most
+    cdef int codec = batch.attributes & ATTR_CODEC
     cdef Py_ssize_t header = batch.header_size
-    cdef Py_ssize_t section = batch.size - header
+    cdef Py_ssize_t section = max(batch.size - header, 0)
     if section < FRAMING_WORTH_READING:
-        return _region_guess(batch.compression_id, NULL, max(section, 0), records, False,
-                             &most)
-    PyObject_GetBuffer(batch.buffer, &view, PyBUF_SIMPLE)
-    try:
-        return _region_guess(batch.compression_id, <const uint8_t *>view.buf + header,
-                             max(view.len - header, 0), records, batch.magic == 2, &most)
-    finally:
-        PyBuffer_Release(&view)
+        return _region_guess(codec, NULL, section, records, False, &most)
+    return _region_guess(codec, batch._p + header, section, records, batch.magic == 2, &most)
 
 
 cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
@@ -1282,9 +1280,11 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     timestamps = (max(timestamps[0], INT64_MIN), min(timestamps[1], INT64_MAX))
     cdef _Run run = _Run(len(entries))
     cdef LegacyRun queued = LegacyRun.__new__(LegacyRun)   # plain LegacyBatch entries
-    cdef kc_batch_info ranges   # the offset and timestamp ranges, for legacy entries
+    cdef kc_batch_info ranges   # the offset and timestamp ranges, for every entry
     ranges.offset_lo, ranges.offset_hi = offsets
     ranges.timestamp_lo, ranges.timestamp_hi = timestamps
+    cdef Py_ssize_t limit = (get_max_decompressed_size() if max_decompressed_size is None
+                             else max_decompressed_size)
     for entry in entries:
         if type(entry) is RecordBatch:
             batch = <RecordBatch>entry
@@ -1292,11 +1292,11 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
             if _by_block(batch):
                 _flush(chunk, run)
                 by_block -= 1
-                if _decode_by_block(chunk, batch, strict, validate_crc, offsets, timestamps,
-                                    max_decompressed_size, sources, by_block + 1):
+                if _decode_by_block(chunk, batch, strict, validate_crc, &ranges, limit,
+                                    sources, by_block + 1):
                     continue
-            _queue_v2(run, batch, want, strict, validate_crc, offsets, timestamps,
-                      max_decompressed_size, sources)
+            _queue_v2(run, batch, want, strict, validate_crc, &ranges, max_decompressed_size,
+                      sources)
             if batch.attributes & ATTR_CODEC or batch.header_size != 61:  # own buffers, or magic 3
                 _flush(chunk, run)
         elif type(entry) is LegacyRun:

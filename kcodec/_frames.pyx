@@ -7,9 +7,11 @@ GIL round trip each, and two threads then spend more time handing the GIL over t
 decoding. Those decoders decide only blocks the libraries certainly decode the same way;
 any other block goes to the library (cramjam: liblz4, and snappy), one Python-level call
 per block, and its verdict stands. Acceptance follows Java's readers (FORMAT.md §4.2, §4.3).
+zstd frames are python-zstandard's to read; this module only tells, from a frame's headers,
+whether a section is one frame and the most it decompresses to (zstd_frame_most).
 """
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.stddef cimport ptrdiff_t
 from libc.string cimport memcpy, memmove
 
