@@ -35,6 +35,8 @@ from kcodec._frames cimport (BlockHook, bytes_with_hook, lz4_frame_with_hook,
 cdef extern from "Python.h":
     object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
     int PyBUF_READ
+    char *PyBytes_AS_STRING(object o)
+    Py_ssize_t PY_SSIZE_T_MAX
 
 import numpy
 import zstandard
@@ -42,7 +44,7 @@ import zstandard
 from kcodec._headers_first import from_headers_first, meta_bounds, meta_prefix
 from kcodec._workers import run_all
 from kcodec.codecs import (decompress_section, get_max_decompressed_size,
-                           zstd_frame_in_one_call, zstd_stream_reader)
+                           gzip_member_in_one_call, zstd_frame_in_one_call, zstd_stream_reader)
 from kcodec.errors import InvalidRecordError, KcodecError
 
 COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": KC_COL_KEY,
@@ -479,7 +481,7 @@ cdef class _ViewSources:
 
 
 cdef int _queue_v2(_Run run, RecordBatch batch, unsigned want, bint strict, bint validate_crc,
-                   const kc_batch_info *ranges, object max_decompressed_size,
+                   const kc_batch_info *ranges, Py_ssize_t limit,
                    _ViewSources sources) except -1:
     cdef _Task *task = &run.tasks[run.n]
     cdef ScratchBuffer records = None   # the decompressed records, when compressed
@@ -497,23 +499,32 @@ cdef int _queue_v2(_Run run, RecordBatch batch, unsigned want, bint strict, bint
     task.end = batch._p + batch.size
     task.count = count
     keep = batch._buf
+    cdef bytes inflated = None   # a small gzip section's records, inflated in one call
     if batch.magic == 3 and batch.attributes & ATTR_HEADERS_FIRST and count:
-        keep = _headers_first_region(task, batch, want, validate_crc, max_decompressed_size)
+        keep = _headers_first_region(task, batch, want, validate_crc, limit)
     elif task.info.compression and count:
-        try:
-            records = decompress_section(task.info.compression, batch.buffer[header:],
-                                         max_decompressed_size, batch.position + header,
-                                         batch.magic)
-        except KcodecError:
-            if validate_crc:
-                batch.ensure_valid()   # a damaged batch says so before its codec does
-            raise
-        task.start = records.mem.data
-        task.end = task.start + records.length
-        keep = records
+        if task.info.compression == 1:
+            inflated = gzip_member_in_one_call(
+                PyMemoryView_FromMemory(<char *>task.start, task.end - task.start, PyBUF_READ),
+                limit)
+        if inflated is not None:
+            task.start = <const uint8_t *>PyBytes_AS_STRING(inflated)
+            task.end = task.start + len(inflated)
+            keep = inflated
+        else:
+            try:
+                records = decompress_section(task.info.compression, batch.buffer[header:],
+                                             limit, batch.position + header, batch.magic)
+            except KcodecError:
+                if validate_crc:
+                    batch.ensure_valid()   # a damaged batch says so before its codec does
+                raise
+            task.start = records.mem.data
+            task.end = task.start + records.length
+            keep = records
     if sources is not None and count:
         exporter = batch._buf.obj if keep is batch._buf else None
-        if keep is records and records.length <= ARENA_REGION_MAX:
+        if (keep is records or keep is inflated) and task.end - task.start <= ARENA_REGION_MAX:
             keep = exporter = sources.into_arena(task)
         elif keep is records:
             _keep_decompressed(task, records)
@@ -1283,8 +1294,8 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     cdef kc_batch_info ranges   # the offset and timestamp ranges, for every entry
     ranges.offset_lo, ranges.offset_hi = offsets
     ranges.timestamp_lo, ranges.timestamp_hi = timestamps
-    cdef Py_ssize_t limit = (get_max_decompressed_size() if max_decompressed_size is None
-                             else max_decompressed_size)
+    cdef Py_ssize_t limit = min(get_max_decompressed_size() if max_decompressed_size is None
+                                else max_decompressed_size, PY_SSIZE_T_MAX)
     for entry in entries:
         if type(entry) is RecordBatch:
             batch = <RecordBatch>entry
@@ -1295,8 +1306,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                 if _decode_by_block(chunk, batch, strict, validate_crc, &ranges, limit,
                                     sources, by_block + 1):
                     continue
-            _queue_v2(run, batch, want, strict, validate_crc, &ranges, max_decompressed_size,
-                      sources)
+            _queue_v2(run, batch, want, strict, validate_crc, &ranges, limit, sources)
             if batch.attributes & ATTR_CODEC or batch.header_size != 61:  # own buffers, or magic 3
                 _flush(chunk, run)
         elif type(entry) is LegacyRun:

@@ -110,6 +110,34 @@ def test_gzip_members_garbage_and_zlib() -> None:
         C.decompress("gzip", one[:-3])
 
 
+def test_small_gzip_sections_in_one_call() -> None:
+    """A small section of one member is inflated in one call; anything else (more members,
+    trailing bytes, a larger section, a limit it passes, corrupt data) is left to the full
+    path, which decides and explains as Java does."""
+    one, two = C.compress("gzip", b"first "), C.compress("gzip", b"second")
+    assert C.gzip_member_in_one_call(memoryview(one), 1 << 30) == b"first "
+    assert C.gzip_member_in_one_call(memoryview(one), 6) == b"first "
+    for other, limit in [(one + two, 1 << 30), (one + b"GARBAGE", 1 << 30), (one, 5),
+                         (one[:-3], 1 << 30), (zlib.compress(b"zlib"), 1 << 30),
+                         (C.compress("gzip", os.urandom(2000)), 1 << 30)]:
+        assert C.gzip_member_in_one_call(memoryview(other), limit) is None
+    with pytest.raises(DecompressionLimitError):
+        C.decompress("gzip", one, max_size=5)
+
+
+@settings(max_examples=100)
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=3), st.binary(max_size=3))
+def test_gzip_sections_whichever_path(members: list[bytes], trailing: bytes) -> None:
+    section = b"".join(C.compress("gzip", m) for m in members) + trailing
+    expected = b"".join(members)
+    if trailing[:2] == b"\x1f\x8b":
+        return   # the start of another member, cut short
+    assert C.decompress("gzip", section) == expected
+    if expected:
+        with pytest.raises(DecompressionLimitError):
+            C.decompress("gzip", section, max_size=len(expected) - 1)
+
+
 # ---- snappy ------------------------------------------------------------------------------
 
 def test_snappy_xerial_layout() -> None:
