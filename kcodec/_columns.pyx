@@ -28,7 +28,7 @@ from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc,
                              next_inner, open_inner, raise_crc_mismatch, shallow_message)
 from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_release_spares, scratch_resize
-from kcodec._frames cimport (BlockHook, bytes_with_hook, lz4_frame_with_hook,
+from kcodec._frames cimport (NOGIL_FROM, BlockHook, bytes_with_hook, lz4_frame_with_hook,
                              snappy_with_hook, zstd_with_hook)
 
 
@@ -588,33 +588,50 @@ cdef enum:
     PREFETCH_MAX = 256 * 1024
 
 
-cdef int _flush(_Chunk chunk, _Run run) except -1:
-    cdef Py_ssize_t i, failed = -1
-    cdef int status = KC_OK
-    cdef const uint8_t *err_at = NULL
+cdef int _run_tasks(kc_columns *c, _Task *tasks, Py_ssize_t n, Py_ssize_t *failed,
+                    const uint8_t **err_at) noexcept nogil:
+    """Check and decode tasks in turn, each next batch fetched while one is decoded; the
+    first failure's status, its index in ``failed``."""
+    cdef Py_ssize_t i
+    cdef int status
     cdef _Task *task
     cdef _Task *following
+    for i in range(n):
+        task = &tasks[i]
+        if i + 1 < n:   # the next batch is read while this one is decoded
+            following = &tasks[i + 1]
+            if following.crc_from != NULL:   # its CRC pass reads it first
+                task.info.prefetch = following.crc_from
+                task.info.prefetch_len = min(PREFETCH_MAX, following.crc_len)
+            else:
+                task.info.prefetch = following.start
+                task.info.prefetch_len = min(PREFETCH_MAX, following.end - following.start)
+        if task.crc_from != NULL and crc32c_update(0, task.crc_from, task.crc_len) != task.crc:
+            status = CRC_MISMATCH
+        else:
+            status = kc_decode_records(c, &task.info, task.start, task.end, task.count,
+                                       err_at)
+        if status != KC_OK:
+            failed[0] = i
+            return status
+    return KC_OK
+
+
+cdef int _flush(_Chunk chunk, _Run run) except -1:
+    cdef Py_ssize_t i, failed = -1
+    cdef int status
+    cdef const uint8_t *err_at = NULL
+    cdef _Task *task
+    cdef size_t work = 0   # bytes to read: a few small batches keep the GIL
     if run.n == 0:
         return 0
-    with nogil:
-        for i in range(run.n):
-            task = &run.tasks[i]
-            if i + 1 < run.n:   # the next batch is read while this one is decoded
-                following = &run.tasks[i + 1]
-                if following.crc_from != NULL:   # its CRC pass reads it first
-                    task.info.prefetch = following.crc_from
-                    task.info.prefetch_len = min(PREFETCH_MAX, following.crc_len)
-                else:
-                    task.info.prefetch = following.start
-                    task.info.prefetch_len = min(PREFETCH_MAX, following.end - following.start)
-            if task.crc_from != NULL and crc32c_update(0, task.crc_from, task.crc_len) != task.crc:
-                status = CRC_MISMATCH
-            else:
-                status = kc_decode_records(&chunk.c, &task.info, task.start, task.end,
-                                           task.count, &err_at)
-            if status != KC_OK:
-                failed = i
-                break
+    for i in range(run.n):
+        work += <size_t>(run.tasks[i].end - run.tasks[i].start)
+    if work >= NOGIL_FROM:
+        with nogil:
+            status = _run_tasks(&chunk.c, run.tasks, run.n, &failed, &err_at)
+    else:
+        status = _run_tasks(&chunk.c, run.tasks, run.n, &failed, &err_at)
     batches = run.batches
     run.n = 0
     run.batches = []

@@ -3,11 +3,20 @@ from libc.stdint cimport uint8_t
 from kcodec._scratch cimport ScratchBuffer
 
 
-# Called without the GIL after each block of a frame is decoded, with the sink's data and
-# its length so far. Returns how many bytes it is done with, from the hook's ``front``
-# bytes into the data, which the frame then drops from the sink (its blocks are
-# independent: no later block refers back to them), or -1 to stop the frame (the
-# *_with_hook call then returns 1). The hook may change the data before ``length``.
+cdef enum:
+    # Work on fewer bytes than this keeps the GIL: releasing it and taking it back costs
+    # about as much as decoding a 10-record batch, and with two threads decoding small
+    # batches it was handed over for every batch (10-record snappy batches: two threads
+    # took 1.5x one thread's time; with it kept, threads take turns at Python's switch
+    # interval).
+    NOGIL_FROM = 16 * 1024
+
+
+# Called after each block of a frame is decoded (without the GIL but for small frames),
+# with the sink's data and its length so far. Returns how many bytes it is done with, from
+# the hook's ``front`` bytes into the data, which the frame then drops from the sink (its
+# blocks are independent: no later block refers back to them), or -1 to stop the frame
+# (the *_with_hook call then returns 1). The hook may change the data before ``length``.
 ctypedef Py_ssize_t (*block_hook)(void *context, uint8_t *data,
                                   Py_ssize_t length) noexcept nogil
 

@@ -139,9 +139,7 @@ cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
         sink.length += got
         if _dropped(hook) + sink.length > limit:
             raise DecompressionLimitError.exceeding(limit)
-        with nogil:
-            stopped = _after_block(hook, &sink.mem, &sink.length)
-        if stopped:
+        if _after_block_holding(hook, sink):
             return 1
 
 
@@ -150,9 +148,7 @@ cdef int bytes_with_hook(object data, ScratchBuffer sink, BlockHook *hook) excep
     after a frame's only block; 1 when the hook stopped it."""
     cdef bint stopped
     sink.write(data)
-    with nogil:
-        stopped = _after_block(hook, &sink.mem, &sink.length)
-    return stopped
+    return _after_block_holding(hook, sink)
 
 
 def zstd_frame_most(data, uint64_t max_window):
@@ -171,6 +167,16 @@ cdef inline Py_ssize_t _dropped(BlockHook *hook) noexcept nogil:
     """What the limit counts besides the sink's length: the frame's output already dropped,
     less the sink's bytes from before the frame."""
     return 0 if hook == NULL else hook.dropped - hook.base
+
+
+cdef bint _after_block_holding(BlockHook *hook, ScratchBuffer sink) noexcept:
+    """_after_block on a sink, called with the GIL held: released unless the sink is small."""
+    cdef bint stopped
+    if sink.length < NOGIL_FROM:
+        return _after_block(hook, &sink.mem, &sink.length)
+    with nogil:
+        stopped = _after_block(hook, &sink.mem, &sink.length)
+    return stopped
 
 
 cdef bint _after_block(BlockHook *hook, Scratch *out, Py_ssize_t *length) noexcept nogil:
@@ -214,7 +220,11 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
     cdef const uint8_t *block
     cdef int status
     while True:
-        with nogil:
+        if n >= NOGIL_FROM:
+            with nogil:
+                status = _lz4_blocks(p, n, &pos, max_block, block_checksum, limit, &sink.mem,
+                                     &sink.length, enough, hook)
+        else:
             status = _lz4_blocks(p, n, &pos, max_block, block_checksum, limit, &sink.mem,
                                  &sink.length, enough, hook)
         if status == BLOCKS_DONE:
@@ -362,7 +372,11 @@ cdef int _snappy(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer
     cdef uint32_t length
     cdef int status
     while True:
-        with nogil:
+        if n >= NOGIL_FROM:
+            with nogil:
+                status = _xerial_blocks(p, n, &pos, limit, &sink.mem, &sink.length, enough,
+                                        hook)
+        else:
             status = _xerial_blocks(p, n, &pos, limit, &sink.mem, &sink.length, enough, hook)
         if status == BLOCKS_DONE:
             return 0
@@ -420,7 +434,10 @@ cdef int _snappy_raw(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
     cdef ptrdiff_t stated = kc_snappy_length(p, n), written = -1
     if 0 <= stated <= 22 * n and sink.length + stated <= limit:
         sink.reserve(stated + KC_SNAPPY_SLACK)
-        with nogil:
+        if n >= NOGIL_FROM:
+            with nogil:
+                written = kc_snappy_block(p, n, sink.mem.data + sink.length, stated)
+        else:
             written = kc_snappy_block(p, n, sink.mem.data + sink.length, stated)
     if written < 0:
         return _snappy_block(p, n, limit, sink)
