@@ -425,16 +425,28 @@ cdef class _ViewSources:
     is an int32); small decompressed regions are copied into a shared arena, which is
     numbered the same way; any other decompressed or rearranged region is a buffer of its
     own."""
-    cdef list found      # (address, size, owner) of each buffer
+    cdef list found      # (address, size, owner) of each buffer; see finished()
     cdef object exporter # the object behind the input buffer found last, or None
-    cdef const uint8_t *base
+    cdef const uint8_t *base   # the last buffer's start and end, which
     cdef const uint8_t *end
+    cdef bint grown            # ... its entry in found does not show yet
     cdef ScratchBuffer arena   # the arena being filled, or None
 
     def __cinit__(self):
         self.found = []
         self.exporter = None
         self.arena = None
+
+    cdef list finished(self):
+        """found, its last entry brought up to the size its buffer has grown to (as batches
+        that share a buffer are placed, only its end is moved: an entry a batch had cost a
+        tuple a batch)."""
+        cdef Py_ssize_t last = len(self.found) - 1
+        if self.grown:
+            address, _, owner = self.found[last]
+            self.found[last] = (address, <Py_ssize_t>(self.end - self.base), owner)
+            self.grown = False
+        return self.found
 
     cdef ScratchBuffer into_arena(self, _Task *task):
         """Copy ``task``'s records (a decompressed region of at most ARENA_REGION_MAX
@@ -463,14 +475,13 @@ cdef class _ViewSources:
         if task.end - task.start > INT32_MAX:
             raise OverflowError("binary views reach 2 GiB into a buffer; a batch's records "
                                 "past that size need binary_view=False")
-        cdef Py_ssize_t last = len(self.found) - 1
         if (exporter is not None and exporter is self.exporter and task.start >= self.base
                 and task.end - self.base <= INT32_MAX):
             if task.end > self.end:
                 self.end = task.end
-                address, _, first_owner = self.found[last]
-                self.found[last] = (address, <Py_ssize_t>(self.end - self.base), first_owner)
+                self.grown = True
         else:
+            self.finished()
             self.exporter = exporter
             self.base = task.start
             self.end = task.end
@@ -1343,7 +1354,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
         return chunk
     out = _arrays(chunk)
     if views:
-        out["view_sources"] = sources.found
+        out["view_sources"] = sources.finished()
     return out
 
 
