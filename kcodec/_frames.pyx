@@ -64,21 +64,26 @@ def xxh32(data, unsigned int seed=0):
 def lz4_header_checksum(descriptor, int magic):
     """The LZ4 frame descriptor's checksum byte; for magic 0, KIP-57's broken one."""
     cdef Py_buffer view
-    cdef uint8_t covered[4 + 15]
-    cdef uint32_t h
     PyObject_GetBuffer(descriptor, &view, PyBUF_SIMPLE)
     try:
         if view.len > 11:
             raise ValueError("an LZ4 frame descriptor has at most 11 bytes")
-        if magic == 0:  # Kafka 0.8-0.9 hashed the magic number too
-            covered[0], covered[1], covered[2], covered[3] = 0x04, 0x22, 0x4D, 0x18
-            for i in range(view.len):
-                covered[4 + i] = (<const uint8_t *>view.buf)[i]
-            h = kc_xxh32(covered, 4 + view.len, 0)
-        else:
-            h = kc_xxh32(view.buf, view.len, 0)
+        return _descriptor_checksum(<const uint8_t *>view.buf, view.len, magic)
     finally:
         PyBuffer_Release(&view)
+
+
+cdef uint8_t _descriptor_checksum(const uint8_t *descriptor, Py_ssize_t n,
+                                  int magic) noexcept:
+    """lz4_header_checksum of a descriptor of n <= 11 bytes."""
+    cdef uint8_t covered[4 + 15]
+    cdef uint32_t h
+    if magic == 0:  # Kafka 0.8-0.9 hashed the magic number too
+        covered[0], covered[1], covered[2], covered[3] = 0x04, 0x22, 0x4D, 0x18
+        memcpy(covered + 4, descriptor, n)
+        h = kc_xxh32(covered, 4 + n, 0)
+    else:
+        h = kc_xxh32(descriptor, n, 0)
     return (h >> 8) & 0xFF
 
 
@@ -213,7 +218,7 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
     cdef Py_ssize_t pos = 6 + (8 if flg & 0x08 else 0)
     if n < pos + 1:
         raise CompressionError("LZ4 frame header is truncated")
-    if magic != 0 and p[pos] != lz4_header_checksum(_view(p + 4, pos - 4), magic):
+    if magic != 0 and p[pos] != _descriptor_checksum(p + 4, pos - 4, magic):
         raise CompressionError("Stream frame descriptor corrupted")
     pos += 1
     cdef Py_ssize_t budget, written, size
@@ -469,7 +474,7 @@ def lz4_frame_compress(data, int level, int magic, ScratchBuffer sink):
     cdef uint8_t header[7]
     header[0], header[1], header[2], header[3] = 0x04, 0x22, 0x4D, 0x18
     header[4], header[5] = 0x60, 0x40
-    header[6] = lz4_header_checksum(_view(header + 4, 2), magic)
+    header[6] = _descriptor_checksum(header + 4, 2, magic)
     kwargs = ({"store_size": False} if level == 9 else
               {"mode": "high_compression", "compression": level, "store_size": False})
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
