@@ -151,7 +151,6 @@ cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
 cdef int bytes_with_hook(object data, ScratchBuffer sink, BlockHook *hook) except -1:
     """Bytes decompressed in one call (a whole zstd frame's) into sink, then ``hook``, as
     after a frame's only block; 1 when the hook stopped it."""
-    cdef bint stopped
     sink.write(data)
     return _after_block_holding(hook, sink)
 
