@@ -1030,20 +1030,31 @@ cdef int _append_wrapper(_Chunk chunk, object entry, bint validate_crc,
     if validate_crc:
         check_crc(entry)
     cdef InnerMessages inner
-    held = open_inner(entry, validate_crc, &inner)
+    cdef ScratchBuffer held = open_inner(entry, validate_crc, &inner)
     cdef kc_batch_info info = ranges[0]
     _legacy_info(&info, shallow_message(entry))
+    cdef int status
+    if held.length >= NOGIL_FROM:
+        with nogil:
+            status = _append_inner(&chunk.c, &info, &inner)
+    else:
+        status = _append_inner(&chunk.c, &info, &inner)
+    return _raise_append(status)
+
+
+cdef int _append_inner(kc_columns *c, const kc_batch_info *info,
+                       InnerMessages *inner) noexcept nogil:
+    """Append every inner message next_inner walks; KC_OK or the first failure."""
     cdef LegacyMessage m
     cdef int64_t offset, timestamp
-    cdef int status = KC_OK
-    with nogil:
-        while next_inner(&inner, &m, &offset, &timestamp):
-            status = kc_append_record(&chunk.c, &info, offset, timestamp, m.key,
-                                      m.key_len if m.key != NULL else 0, m.value,
-                                      m.value_len if m.value != NULL else 0, -1)
-            if status != KC_OK:
-                break
-    return _raise_append(status)
+    cdef int status
+    while next_inner(inner, &m, &offset, &timestamp):
+        status = kc_append_record(c, info, offset, timestamp, m.key,
+                                  m.key_len if m.key != NULL else 0, m.value,
+                                  m.value_len if m.value != NULL else 0, -1)
+        if status != KC_OK:
+            return status
+    return KC_OK
 
 
 cdef enum:

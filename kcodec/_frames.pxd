@@ -41,3 +41,10 @@ cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
                         BlockHook *hook) except -1
 # Bytes decompressed in one call (a whole zstd frame's) into sink, then the hook once.
 cdef int bytes_with_hook(object data, ScratchBuffer sink, BlockHook *hook) except -1
+# An LZ4 frame of the given magic, and an xerial stream (or a raw snappy block), into sink,
+# as lz4_frame_into and snappy_into do, for callers that hold the bytes (a legacy wrapper's
+# value): no Python call on the way.
+cdef int lz4_frame_to(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
+                      ScratchBuffer sink) except -1
+cdef int snappy_to(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                   ScratchBuffer sink) except -1

@@ -111,6 +111,16 @@ def lz4_frame_into(data, int magic, Py_ssize_t limit, ScratchBuffer sink,
         PyBuffer_Release(&view)
 
 
+cdef int lz4_frame_to(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
+                      ScratchBuffer sink) except -1:
+    return _lz4_frame(p, n, magic, limit, sink, -1, NULL)
+
+
+cdef int snappy_to(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                   ScratchBuffer sink) except -1:
+    return _snappy(p, n, limit, sink, -1, NULL)
+
+
 cdef int lz4_frame_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
                              ScratchBuffer sink, BlockHook *hook) except -1:
     """A magic-2 LZ4 frame into sink, as lz4_frame_into, calling ``hook`` after each block

@@ -16,9 +16,11 @@ from kcodec._crc32c cimport crc32_update
 from kcodec._layout cimport ATTR_CODEC, ATTR_LOG_APPEND_TIME
 from kcodec._native cimport kc_get_be32, kc_get_be64
 from kcodec._record cimport InputBuffer, Record
+from kcodec._frames cimport NOGIL_FROM, lz4_frame_to, snappy_to
 from kcodec._scratch cimport ScratchBuffer
 
 from kcodec.codecs import decompress_to_scratch as _decompress_to_scratch
+from kcodec.codecs import get_max_decompressed_size as _get_max_decompressed_size
 from kcodec.constants import Compression, TimestampType
 from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
                            UnsupportedCompressionTypeError)
@@ -363,11 +365,25 @@ cdef class LegacyBatch:
             raise InvalidRecordError(
                 f"Found invalid compressed record set with null value (magic = {self._m.magic})",
                 position=self.position)
+        cdef Py_ssize_t limit
+        cdef ScratchBuffer sink
         try:
-            return _decompress_to_scratch(
-                codec, PyMemoryView_FromMemory(<char *>self._m.value, self._m.value_len, PyBUF_READ),
-                self._m.magic,
-                None if self._max_decompressed_size < 0 else self._max_decompressed_size)
+            if codec == 1:
+                return _decompress_to_scratch(
+                    codec,
+                    PyMemoryView_FromMemory(<char *>self._m.value, self._m.value_len, PyBUF_READ),
+                    self._m.magic,
+                    None if self._max_decompressed_size < 0 else self._max_decompressed_size)
+            # snappy and LZ4 straight into the frame decoders (a small wrapper paid more for
+            # the Python-level codec path than for decompressing), sized as that path sizes
+            limit = (_get_max_decompressed_size() if self._max_decompressed_size < 0
+                     else self._max_decompressed_size)
+            sink = ScratchBuffer(min(limit, 4 * <Py_ssize_t>self._m.value_len + 1024))
+            if codec == 2:
+                snappy_to(self._m.value, self._m.value_len, limit, sink)
+            else:
+                lz4_frame_to(self._m.value, self._m.value_len, self._m.magic, limit, sink)
+            return sink
         except KcodecError as exc:
             if exc.position is None:
                 exc.position = self.position
@@ -386,7 +402,10 @@ cdef ScratchBuffer open_inner(object entry, bint validate_crc, InnerMessages *in
     cdef ScratchBuffer held = b._decompressed()
     cdef _InnerScan scan
     cdef int found
-    with nogil:
+    if held.length >= NOGIL_FROM:
+        with nogil:
+            found = _scan_inner(held.mem.data, held.length, validate_crc, &scan)
+    else:
         found = _scan_inner(held.mem.data, held.length, validate_crc, &scan)
     if found != FOUND_OK:
         _raise_for(found, &scan, b.position)
