@@ -886,7 +886,7 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
     cdef size_t key_views_from = chunk.c.key_views.len, value_views_from = chunk.c.value_views.len
     try:
         if codec == 3:
-            stopped = lz4_frame_with_hook(p + header, n - header, limit, records, &hook)
+            stopped = lz4_frame_with_hook(p + header, n - header, 2, limit, records, &hook)
         elif codec == 4:
             section = PyMemoryView_FromMemory(<char *>p + header, n - header, PyBUF_READ)
             frame = zstd_frame_in_one_call(section, limit)

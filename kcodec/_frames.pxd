@@ -29,9 +29,10 @@ cdef struct BlockHook:
     Py_ssize_t base
     Py_ssize_t front
 
-# A magic-2 LZ4 frame, and an xerial snappy stream (or a raw snappy block), into sink, as
-# lz4_frame_into and snappy_into do, calling the hook after each block.
-cdef int lz4_frame_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+# An LZ4 frame of the given magic, and an xerial snappy stream (or a raw snappy block),
+# into sink, as lz4_frame_into and snappy_into do, calling the hook (if not NULL) after each
+# block; for callers that hold the bytes, with no Python call on the way.
+cdef int lz4_frame_with_hook(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
                              ScratchBuffer sink, BlockHook *hook) except -1
 cdef int snappy_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
                           ScratchBuffer sink, BlockHook *hook) except -1
@@ -41,10 +42,3 @@ cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
                         BlockHook *hook) except -1
 # Bytes decompressed in one call (a whole zstd frame's) into sink, then the hook once.
 cdef int bytes_with_hook(object data, ScratchBuffer sink, BlockHook *hook) except -1
-# An LZ4 frame of the given magic, and an xerial stream (or a raw snappy block), into sink,
-# as lz4_frame_into and snappy_into do, for callers that hold the bytes (a legacy wrapper's
-# value): no Python call on the way.
-cdef int lz4_frame_to(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
-                      ScratchBuffer sink) except -1
-cdef int snappy_to(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
-                   ScratchBuffer sink) except -1

@@ -111,21 +111,11 @@ def lz4_frame_into(data, int magic, Py_ssize_t limit, ScratchBuffer sink,
         PyBuffer_Release(&view)
 
 
-cdef int lz4_frame_to(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
-                      ScratchBuffer sink) except -1:
-    return _lz4_frame(p, n, magic, limit, sink, -1, NULL)
-
-
-cdef int snappy_to(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
-                   ScratchBuffer sink) except -1:
-    return _snappy(p, n, limit, sink, -1, NULL)
-
-
-cdef int lz4_frame_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+cdef int lz4_frame_with_hook(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
                              ScratchBuffer sink, BlockHook *hook) except -1:
-    """A magic-2 LZ4 frame into sink, as lz4_frame_into, calling ``hook`` after each block
-    (while the block is still in cache); 1 when the hook stopped it."""
-    return _lz4_frame(p, n, 2, limit, sink, -1, hook)
+    """An LZ4 frame into sink, as lz4_frame_into, calling ``hook`` (if not NULL) after each
+    block, while the block is still in cache; 1 when the hook stopped it."""
+    return _lz4_frame(p, n, magic, limit, sink, -1, hook)
 
 
 cdef enum:
@@ -373,7 +363,7 @@ def snappy_into(data, Py_ssize_t limit, ScratchBuffer sink, Py_ssize_t enough=-1
 cdef int snappy_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
                           ScratchBuffer sink, BlockHook *hook) except -1:
     """An xerial stream (or a raw snappy block) into sink, as snappy_into, calling ``hook``
-    after each block; 1 when the hook stopped it."""
+    (if not NULL) after each block; 1 when the hook stopped it."""
     return _snappy(p, n, limit, sink, -1, hook)
 
 

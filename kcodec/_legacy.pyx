@@ -16,7 +16,7 @@ from kcodec._crc32c cimport crc32_update
 from kcodec._layout cimport ATTR_CODEC, ATTR_LOG_APPEND_TIME
 from kcodec._native cimport kc_get_be32, kc_get_be64
 from kcodec._record cimport InputBuffer, Record
-from kcodec._frames cimport NOGIL_FROM, lz4_frame_to, snappy_to
+from kcodec._frames cimport NOGIL_FROM, lz4_frame_with_hook, snappy_with_hook
 from kcodec._scratch cimport ScratchBuffer
 
 from kcodec.codecs import decompress_to_scratch as _decompress_to_scratch
@@ -380,9 +380,10 @@ cdef class LegacyBatch:
                      else self._max_decompressed_size)
             sink = ScratchBuffer(min(limit, 4 * <Py_ssize_t>self._m.value_len + 1024))
             if codec == 2:
-                snappy_to(self._m.value, self._m.value_len, limit, sink)
+                snappy_with_hook(self._m.value, self._m.value_len, limit, sink, NULL)
             else:
-                lz4_frame_to(self._m.value, self._m.value_len, self._m.magic, limit, sink)
+                lz4_frame_with_hook(self._m.value, self._m.value_len, self._m.magic, limit,
+                                    sink, NULL)
             return sink
         except KcodecError as exc:
             if exc.position is None:
