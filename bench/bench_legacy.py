@@ -4,8 +4,10 @@ Reading and writing 1000 legacy messages (16-byte keys, 100 B values), plain and
 or lz4 wrapper, with kcodec, kafka-python and aiokafka (which reads and writes magic 0/1
 but not magic-0 LZ4); kcodec.decode_columns on the same input (its ratio against aiokafka's
 reader, or kafka-python's without aiokafka); kcodec.convert throughput between magic 2
-and magics 1 and 0; and decode_columns and decode_arrow with two threads against one, on
-100 magic-1 wrappers of 1000 such records each (gzip, lz4) and on 100 000 plain messages.
+and magics 1 and 0; decode_columns and decode_arrow with two threads against one, on
+100 magic-1 wrappers of 1000 such records each (gzip, lz4) and on 100 000 plain messages;
+and 100 000 records in small wrappers of 10 (gzip, lz4), decode_columns with one and two
+threads against aiokafka's reader.
 
     python bench/bench_legacy.py [--rounds N] [--quick]
 """
@@ -86,6 +88,22 @@ def thread_scaling(rounds: int) -> list[tuple[str, float, float]]:
     return out
 
 
+def small_wrappers(rounds: int) -> list[tuple[str, float, float, float]]:
+    """(codec, seconds of decode_columns with one thread and with two, seconds of aiokafka's
+    reader) of 100 000 records in magic-1 wrappers of 10, as producers that send at once
+    wrote them: what a wrapper costs besides its messages weighs a hundred times as much."""
+    records = sample_records(10, 100)
+    out = []
+    for codec in ("gzip", "lz4"):
+        data = b"".join(build_kcodec(records, codec, magic=1) for _ in range(10_000))
+        parts = entries(data)
+        medians = interleaved({"1": lambda: kcodec.decode_columns(data),
+                               "2": lambda: kcodec.decode_columns(data, threads=2),
+                               "aiokafka": lambda: aiokafka_read(parts, 1)}, rounds)
+        out.append((codec, medians["1"], medians["2"], medians["aiokafka"]))
+    return out
+
+
 def _has_pyarrow() -> bool:
     try:
         import pyarrow  # noqa: F401
@@ -147,6 +165,10 @@ def main() -> int:
     print("\n100 000 records, magic 1       1 thread   2 threads   2 vs 1")
     for case, one, two in thread_scaling(rounds):
         print(f"{case:<28} {one * 1e3:>8.2f}ms {two * 1e3:>9.2f}ms {one / two:>7.2f}x")
+    print("\n100 000 records in wrappers of 10   1 thread   2 threads   aiokafka   vs aiokafka")
+    for codec, one, two, peer in small_wrappers(rounds):
+        print(f"m1 {codec} decode_columns{'':<19} {one * 1e3:>8.2f}ms {two * 1e3:>9.2f}ms "
+              f"{peer * 1e3:>8.2f}ms {peer / one:>11.2f}x")
     return 0
 
 
