@@ -11,6 +11,7 @@ cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy
 
 from kcodec._crc32c cimport crc32_update
 from kcodec._layout cimport ATTR_CODEC, ATTR_LOG_APPEND_TIME
@@ -21,6 +22,7 @@ from kcodec._scratch cimport ScratchBuffer
 
 from kcodec.codecs import decompress_to_scratch as _decompress_to_scratch
 from kcodec.codecs import get_max_decompressed_size as _get_max_decompressed_size
+from kcodec.codecs import gzip_member_in_one_call as _gzip_member_in_one_call
 from kcodec.constants import Compression, TimestampType
 from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
                            UnsupportedCompressionTypeError)
@@ -29,6 +31,7 @@ from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError
 cdef extern from "Python.h":
     object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
     int PyBUF_READ
+    char *PyBytes_AS_STRING(object o)
 
 
 cdef enum:
@@ -365,19 +368,23 @@ cdef class LegacyBatch:
             raise InvalidRecordError(
                 f"Found invalid compressed record set with null value (magic = {self._m.magic})",
                 position=self.position)
-        cdef Py_ssize_t limit
+        cdef Py_ssize_t limit = (_get_max_decompressed_size() if self._max_decompressed_size < 0
+                                 else self._max_decompressed_size)
         cdef ScratchBuffer sink
+        cdef bytes whole
         try:
+            # straight to the decoders, sized as the Python-level codec path sizes (a small
+            # wrapper paid more for that path than for decompressing)
             if codec == 1:
-                return _decompress_to_scratch(
-                    codec,
-                    PyMemoryView_FromMemory(<char *>self._m.value, self._m.value_len, PyBUF_READ),
-                    self._m.magic,
-                    None if self._max_decompressed_size < 0 else self._max_decompressed_size)
-            # snappy and LZ4 straight into the frame decoders (a small wrapper paid more for
-            # the Python-level codec path than for decompressing), sized as that path sizes
-            limit = (_get_max_decompressed_size() if self._max_decompressed_size < 0
-                     else self._max_decompressed_size)
+                section = PyMemoryView_FromMemory(<char *>self._m.value, self._m.value_len,
+                                                  PyBUF_READ)
+                whole = _gzip_member_in_one_call(section, limit)
+                if whole is None:
+                    return _decompress_to_scratch(codec, section, self._m.magic, limit)
+                sink = ScratchBuffer(len(whole))
+                memcpy(sink.mem.data, PyBytes_AS_STRING(whole), len(whole))
+                sink.length = len(whole)
+                return sink
             sink = ScratchBuffer(min(limit, 4 * <Py_ssize_t>self._m.value_len + 1024))
             if codec == 2:
                 snappy_with_hook(self._m.value, self._m.value_len, limit, sink, NULL)

@@ -275,12 +275,13 @@ def test_legacy_ranges(magic: int, codec: str) -> None:
         assert kcodec.decode_columns(data, timestamps=(TS + 5, TS + 100))["count"] == 0
 
 
-def _legacy_wrapper(inner: bytes, last_offset: int) -> bytes:
-    """A magic-1 gzip wrapper (CreateTime) around the message set ``inner``."""
+def _legacy_wrapper(inner: bytes, last_offset: int, value: bytes | None = None) -> bytes:
+    """A magic-1 gzip wrapper (CreateTime) around the message set ``inner``: its value one
+    gzip member, or ``value`` when given."""
     import gzip
     import struct
     import zlib
-    value = gzip.compress(inner)
+    value = gzip.compress(inner) if value is None else value
     body = struct.pack(">bbqii", 1, 1, TS, -1, len(value)) + value
     message = struct.pack(">I", zlib.crc32(body)) + body
     return struct.pack(">qi", last_offset, len(message)) + message
@@ -307,6 +308,36 @@ def test_legacy_inner_crcs_checked_in_the_decoding_pass() -> None:
     outer[-1] ^= 1   # the gzip trailer: the wrapper's own CRC fails first
     with pytest.raises(kcodec.errors.ChecksumError):
         kcodec.decode_columns(outer)
+
+
+@pytest.mark.parametrize("shape", ["one member", "two members", "trailing bytes", "large"])
+def test_legacy_gzip_wrappers_of_every_member_shape(shape: str) -> None:
+    """A small wrapper of one gzip member is inflated in one call, any other by the full
+    path: rows and columns read the same records either way, and stop at the same limit."""
+    import gzip
+    import random
+    builder = kcodec.BatchBuilder(magic=1)
+    for i in range(20):
+        value = random.Random(i).randbytes(100) if shape == "large" else b"value %d" % i
+        builder.append(value, key=b"k", timestamp=TS)
+    inner = builder.build()
+    half = sum(entry.size for entry in list(kcodec.read_batches(inner))[:10])
+    value = {"one member": gzip.compress(inner),
+             "two members": gzip.compress(inner[:half]) + gzip.compress(inner[half:]),
+             "trailing bytes": gzip.compress(inner) + b"GARBAGE",
+             "large": gzip.compress(inner, 1)}[shape]
+    assert (len(value) < 1024) == (shape != "large")   # (what one call is tried below)
+    data = _legacy_wrapper(inner, 119, value)
+    cols = kcodec.decode_columns(data, include_headers=True)
+    assert column_rows(cols) == [(r.offset, r.timestamp, r.key, r.value, r.headers)
+                                 for b in kcodec.read_batches(data) for r in b]
+    assert cols["offset"].tolist() == list(range(100, 120))
+    for read in (kcodec.decode_columns,
+                 lambda d, **kw: [list(b) for b in kcodec.read_batches(d, **kw)]):
+        read(data, max_decompressed_size=len(inner))
+        with pytest.raises(DecompressionLimitError) as caught:
+            read(data, max_decompressed_size=len(inner) - 1)
+        assert caught.value.position == 0
 
 
 def test_plain_legacy_runs_fail_where_read_batches_does() -> None:
