@@ -1,6 +1,6 @@
 from libc.stdint cimport uint8_t
 
-from kcodec._scratch cimport ScratchBuffer
+from kcodec._scratch cimport Scratch, ScratchBuffer
 
 
 cdef enum:
@@ -42,3 +42,16 @@ cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
                         BlockHook *hook) except -1
 # Bytes decompressed in one call (a whole zstd frame's) into sink, then the hook once.
 cdef int bytes_with_hook(object data, ScratchBuffer sink, BlockHook *hook) except -1
+
+# What frame_without_gil returns.
+cdef enum:
+    FRAME_DONE = 0
+    FRAME_STOPPED = 1
+    FRAME_UNDECIDED = -1
+
+# A magic-2 LZ4 frame (codec 3) or snappy data (codec 2) into out after its *length bytes,
+# as the two above decode it, without the GIL; FRAME_UNDECIDED when it needs the GIL (a
+# library's verdict, an error to raise) or memory runs out: the caller then decodes it again
+# with them.
+cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                           Scratch *out, Py_ssize_t *length, BlockHook *hook) noexcept nogil

@@ -17,7 +17,7 @@ from libc.string cimport memcpy, memmove
 
 import cramjam
 
-from kcodec._scratch cimport Scratch, ScratchBuffer
+from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_resize
 from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
                              kc_get_le, kc_lz4_block, kc_put_be32, kc_snappy_block,
                              kc_snappy_length, kc_xerial_magic, kc_xxh32, kc_zstd_frame_most)
@@ -74,7 +74,7 @@ def lz4_header_checksum(descriptor, int magic):
 
 
 cdef uint8_t _descriptor_checksum(const uint8_t *descriptor, Py_ssize_t n,
-                                  int magic) noexcept:
+                                  int magic) noexcept nogil:
     """lz4_header_checksum of a descriptor of n <= 11 bytes."""
     cdef uint8_t covered[4 + 15]
     cdef uint32_t h
@@ -199,27 +199,60 @@ cdef bint _after_block(BlockHook *hook, Scratch *out, Py_ssize_t *length) noexce
     return False
 
 
-cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
-                    ScratchBuffer sink, Py_ssize_t enough, BlockHook *hook) except -1:
+cdef enum:
+    # what _lz4_header finds wrong
+    HEADER_NOT_LZ4 = -1
+    HEADER_VERSION = -2
+    HEADER_RESERVED = -3
+    HEADER_DEPENDENT = -4
+    HEADER_DESCRIPTOR = -5
+    HEADER_TRUNCATED = -6
+    HEADER_CHECKSUM = -7
+
+
+cdef Py_ssize_t _lz4_header(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t *max_block,
+                            bint *block_checksum) noexcept nogil:
+    """Check an LZ4 frame's header as Java's reader does: where its first block starts, or
+    a HEADER_ status."""
     if n < 7 or <uint32_t>kc_get_le(p, 4) != 0x184D2204:
-        raise CompressionError("not an LZ4 frame")
+        return HEADER_NOT_LZ4
     cdef int flg = p[4], bd = p[5]
     if flg >> 6 != 1:
-        raise CompressionError(f"unsupported LZ4 frame version {flg >> 6}")
+        return HEADER_VERSION
     if flg & 0x03:
-        raise CompressionError("Reserved bits must be 0 (LZ4 frame flags)")
+        return HEADER_RESERVED
     if not flg & 0x20:
-        raise CompressionError("Dependent block stream is unsupported")
+        return HEADER_DEPENDENT
     if bd & 0x8F or (bd >> 4) < 4:
-        raise CompressionError("invalid LZ4 block descriptor")
-    cdef Py_ssize_t max_block = 1 << (8 + 2 * (bd >> 4))  # ids 4-7: 64 KiB to 4 MiB
-    cdef bint block_checksum = flg & 0x10
+        return HEADER_DESCRIPTOR
+    max_block[0] = 1 << (8 + 2 * (bd >> 4))  # ids 4-7: 64 KiB to 4 MiB
+    block_checksum[0] = flg & 0x10
     cdef Py_ssize_t pos = 6 + (8 if flg & 0x08 else 0)
     if n < pos + 1:
-        raise CompressionError("LZ4 frame header is truncated")
+        return HEADER_TRUNCATED
     if magic != 0 and p[pos] != _descriptor_checksum(p + 4, pos - 4, magic):
-        raise CompressionError("Stream frame descriptor corrupted")
-    pos += 1
+        return HEADER_CHECKSUM
+    return pos + 1
+
+
+cdef int _raise_for_header(Py_ssize_t found, const uint8_t *p) except -1:
+    raise CompressionError(
+        "not an LZ4 frame" if found == HEADER_NOT_LZ4 else
+        f"unsupported LZ4 frame version {p[4] >> 6}" if found == HEADER_VERSION else
+        "Reserved bits must be 0 (LZ4 frame flags)" if found == HEADER_RESERVED else
+        "Dependent block stream is unsupported" if found == HEADER_DEPENDENT else
+        "invalid LZ4 block descriptor" if found == HEADER_DESCRIPTOR else
+        "LZ4 frame header is truncated" if found == HEADER_TRUNCATED else
+        "Stream frame descriptor corrupted")
+
+
+cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
+                    ScratchBuffer sink, Py_ssize_t enough, BlockHook *hook) except -1:
+    cdef Py_ssize_t max_block
+    cdef bint block_checksum
+    cdef Py_ssize_t pos = _lz4_header(p, n, magic, &max_block, &block_checksum)
+    if pos < 0:
+        _raise_for_header(pos, p)
     cdef Py_ssize_t budget, written, size
     cdef const uint8_t *block
     cdef int status
@@ -447,6 +480,51 @@ cdef int _snappy_raw(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
         return _snappy_block(p, n, limit, sink)
     sink.length += written
     return 0
+
+
+cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                           Scratch *out, Py_ssize_t *length, BlockHook *hook) noexcept nogil:
+    """A magic-2 LZ4 frame (codec 3) or snappy data (codec 2) into ``out`` after its
+    ``*length`` bytes, as lz4_frame_with_hook and snappy_with_hook decode it, without the
+    GIL: FRAME_DONE, FRAME_STOPPED (the hook stopped it), or FRAME_UNDECIDED when it needs
+    what those take the GIL for (a library's verdict on a block, an error to raise) or
+    memory runs out; ``out`` may then hold part of the frame."""
+    cdef Py_ssize_t pos, max_block, budget
+    cdef bint block_checksum
+    cdef ptrdiff_t stated
+    cdef int status
+    if codec == 3:
+        pos = _lz4_header(p, n, 2, &max_block, &block_checksum)
+        if pos < 0:
+            return FRAME_UNDECIDED
+        while True:
+            status = _lz4_blocks(p, n, &pos, max_block, block_checksum, limit, out, length, -1,
+                                 hook)
+            if status != BLOCKS_NEED_ROOM:
+                break
+            budget = limit - _dropped(hook) - length[0]
+            if scratch_resize(out, <size_t>(length[0] + min(max_block, budget)
+                                            + KC_LZ4_SLACK)) < 0:
+                return FRAME_UNDECIDED
+    elif n < 16 or not kc_xerial_magic(p):   # a raw block
+        stated = kc_snappy_length(p, n)
+        if (stated < 0 or stated > 22 * n or _dropped(hook) + length[0] + stated > limit or
+                scratch_resize(out, <size_t>(length[0] + stated + KC_SNAPPY_SLACK)) < 0 or
+                kc_snappy_block(p, n, out.data + length[0], stated) < 0):
+            return FRAME_UNDECIDED
+        length[0] += stated
+        return FRAME_STOPPED if _after_block(hook, out, length) else FRAME_DONE
+    else:
+        pos = 16
+        while True:
+            status = _xerial_blocks(p, n, &pos, limit, out, length, -1, hook)
+            if status != BLOCKS_NEED_ROOM:
+                break
+            stated = kc_snappy_length(p + pos + 4, kc_get_be32(p + pos))
+            if scratch_resize(out, <size_t>(length[0] + stated + KC_SNAPPY_SLACK)) < 0:
+                return FRAME_UNDECIDED
+    return (FRAME_DONE if status == BLOCKS_DONE else
+            FRAME_STOPPED if status == BLOCKS_STOPPED else FRAME_UNDECIDED)
 
 
 # ---- writing -----------------------------------------------------------------------------

@@ -966,6 +966,87 @@ def test_batches_decoded_block_by_block_keep_every_verdict(codec: str, layout: s
         _decode(good + compressed_good, layout, max_decompressed_size=len(records) - 1)
 
 
+def _lz4_batch_of_blocks(header: bytes, records: bytes, count: int, base_offset: int) -> bytes:
+    """An LZ4 batch whose frame holds ``records`` as a block kcodec's decoder decides and a
+    last block of 15 literals it leaves to liblz4 (which decodes it)."""
+    import cramjam
+
+    from kcodec import _frames
+    first = bytes(cramjam.lz4.compress_block(records[:-15], store_size=False))
+    last = b"\xf0\x00" + records[-15:]   # (a literal length that ends where the input does)
+    descriptor = b"\x60\x40"
+    frame = (b"\x04\x22\x4d\x18" + descriptor
+             + bytes([_frames.lz4_header_checksum(descriptor, 2)])
+             + b"".join(len(b).to_bytes(4, "little") + b for b in (first, last)) + b"\0" * 4)
+    batch = bytearray(header) + frame
+    batch[0:8] = base_offset.to_bytes(8, "big")
+    batch[8:12] = (len(batch) - 12).to_bytes(4, "big")
+    batch[22] |= int(kcodec.Compression.LZ4)
+    batch[57:61] = count.to_bytes(4, "big")
+    batch[17:21] = kcodec.crc32c(bytes(batch[21:])).to_bytes(4, "big")
+    return bytes(batch)
+
+
+@pytest.mark.parametrize("layout", ["binary", "scan"])
+@pytest.mark.parametrize("codec", ["lz4", "snappy"])
+def test_small_frames_decoded_in_one_pass_keep_every_verdict(codec: str, layout: str) -> None:
+    """Small LZ4 and snappy batches are queued with the uncompressed ones around them and
+    decompressed in one pass without the GIL; a batch that pass cannot decide (a block only
+    the library decides, a damaged record, a limit) is undone and given the ordinary
+    verdict, and the batches before and after it are decoded as ever."""
+    plain = [_batch_of(base, 10, 50) for base in range(0, 100, 10)]
+    small = [_compressed_batch_of_records(codec, b[:61], b[61:], 10, base)
+             for base, b in zip(range(0, 100, 10), plain)]
+    assert all(len(b) < 2000 for b in small)
+    mixed = b"".join(small[i] if i % 3 else plain[i] for i in range(10))
+    expected = column_rows(kcodec.decode_columns(b"".join(plain), include_headers=True))
+    for threads in (1, 2):
+        assert column_rows(kcodec.decode_columns(b"".join(small), include_headers=True,
+                                                 threads=threads)) == expected
+        assert column_rows(kcodec.decode_columns(mixed, include_headers=True,
+                                                 threads=threads)) == expected
+    if layout == "scan":
+        assert column_rows(_decode(mixed, layout)) == column_rows(
+            _decode(b"".join(plain), layout))
+    header, records = plain[5][:61], plain[5][61:]
+    if codec == "lz4":   # a batch in the middle that only liblz4 decides
+        undecided = _lz4_batch_of_blocks(header, records, 10, 50)
+        log = b"".join(small[:5]) + undecided + b"".join(small[6:])
+        assert column_rows(kcodec.decode_columns(log, include_headers=True)) == expected
+        if layout == "scan":
+            assert column_rows(_decode(log, layout)) == column_rows(
+                _decode(b"".join(plain), layout))
+    damaged = bytearray(records)
+    damaged[0] += 2   # the first record's length, 1 more
+    before = b"".join(small[:5])
+    for bad in [_compressed_batch_of_records(codec, header, bytes(damaged), 10, 50),
+                _compressed_batch_of_records(codec, header, records, 11, 50),
+                _compressed_batch_of_records(codec, header, records + b"\0\0", 10, 50)]:
+        with pytest.raises(InvalidRecordError) as invalid:
+            _decode(before + bad + b"".join(small[6:]), layout)
+        assert invalid.value.position == len(before)
+    corrupt = bytearray(small[5])
+    corrupt[-12:-4] = b"\xff" * 8   # the frame's last bytes
+    corrupt[17:21] = kcodec.crc32c(bytes(corrupt[21:])).to_bytes(4, "big")
+    with pytest.raises(KcodecError) as ordinary:
+        [r for b in kcodec.read_batches(before + bytes(corrupt)) for r in b]
+    with pytest.raises(type(ordinary.value)) as same:
+        _decode(before + bytes(corrupt), layout)
+    assert same.value.position == ordinary.value.position
+    crc = bytearray(small[5])
+    crc[-1] ^= 1
+    with pytest.raises(kcodec.errors.ChecksumError) as mismatch:
+        _decode(before + bytes(crc), layout)
+    assert mismatch.value.position == len(before)
+    most = max(len(b) - 61 for b in plain)
+    assert _decode(mixed, layout, max_decompressed_size=most)
+    with pytest.raises(DecompressionLimitError) as rows_limit:
+        [r for b in kcodec.read_batches(mixed, max_decompressed_size=most - 1) for r in b]
+    with pytest.raises(DecompressionLimitError) as limit:
+        _decode(mixed, layout, max_decompressed_size=most - 1)
+    assert limit.value.position == rows_limit.value.position == len(plain[0]) + 61
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("codec", ["lz4", "snappy", "zstd"])
 def test_records_longer_than_many_blocks(codec: str, layout: str) -> None:
