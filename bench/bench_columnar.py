@@ -157,11 +157,13 @@ def scaling_by_size(codecs_: list[str], rounds: int) -> list[tuple[str, float, f
     return out
 
 
-def small_batches(rounds: int, codecs: list[str]) -> list[tuple[str, float, float, float]]:
+def small_batches(rounds: int,
+                  codecs: list[str]) -> list[tuple[str, float, float, float, float]]:
     """The bench's 100 000 records of 100 B in batches of 1, 10 and 100 records, as
     producers that send at once write them, and in compressed batches of 10: what each
     batch costs besides its records weighs up to a thousand times as much. (records/s of
-    decode_columns and of views, and decode_columns against aiokafka's reader.)"""
+    decode_columns and of views, decode_columns against aiokafka's reader, and
+    decode_arrow with two threads against one.)"""
     out = []
     total = BATCHES * PER_BATCH
     cases = [("none", 1), ("none", 10), ("none", 100)] + [(codec, 10) for codec in codecs]
@@ -171,11 +173,14 @@ def small_batches(rounds: int, codecs: list[str]) -> list[tuple[str, float, floa
         medians = interleaved({
             "columns": lambda: kcodec.decode_columns(data),
             "views": lambda: kcodec.decode_arrow(data, binary_view=True),
+            "arrow": lambda: kcodec.decode_arrow(data),
+            "arrow x2": lambda: kcodec.decode_arrow(data, threads=2),
             "aiokafka": lambda: aiokafka_rows(parts),
         }, rounds)
         name = f"{per_batch} a batch" if codec == "none" else f"{codec}, {per_batch} a batch"
         out.append((name, total / medians["columns"] / 1e6,
-                    total / medians["views"] / 1e6, medians["aiokafka"] / medians["columns"]))
+                    total / medians["views"] / 1e6, medians["aiokafka"] / medians["columns"],
+                    medians["arrow"] / medians["arrow x2"]))
     return out
 
 
@@ -234,10 +239,11 @@ def main() -> int:
     for case, arrow2, views2, columns2 in scaling_by_size(
             ["none"] if args.quick else ["none", "lz4"], rounds):
         print(f"{case:<30} {arrow2:>5.2f}x {views2:>5.2f}x {columns2:>7.2f}x")
-    print("\nsmall batches, 100 B records:  M rec/s: columns  views  vs aiokafka")
-    for case, rate, views, vs_aio in small_batches(
+    print("\nsmall batches, 100 B records:  M rec/s: columns  views  vs aiokafka"
+          "  arrow, 2 threads vs 1")
+    for case, rate, views, vs_aio, arrow2 in small_batches(
             rounds, [] if args.quick else ["gzip", "snappy", "lz4", "zstd"]):
-        print(f"{case:<30} {rate:>15.1f} {views:>6.1f} {vs_aio:>10.1f}x")
+        print(f"{case:<30} {rate:>15.1f} {views:>6.1f} {vs_aio:>10.1f}x {arrow2:>12.2f}x")
     print(f"\nwith 2 threads instead of 1, this machine copies memory {copy_scaling(rounds):.2f}x "
           f"and hashes in cache {compute_scaling(rounds):.2f}x as fast")
     return 0
