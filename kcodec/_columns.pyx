@@ -743,6 +743,9 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
         raise MemoryError()
     if status == KC_ERR_OFFSET_RANGE:
         raise _OffsetRange()
+    # the row reader's verdict, in its words and at its position (should it read the batch
+    # otherwise, this decoder's)
+    batch.records()
     task = &run.tasks[failed]
     where = batch.position if task.info.compression else batch.position + 61 + (err_at - task.start)
     raise InvalidRecordError(
@@ -1495,9 +1498,12 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                 if _decode_by_block(chunk, batch, strict, validate_crc, &ranges, limit,
                                     sources, by_block + 1):
                     continue
-            _queue_v2(run, batch, want, strict, validate_crc, &ranges, limit, sources)
             if batch.attributes & ATTR_CODEC or batch.header_size != 61:  # own buffers, or magic 3
+                _flush(chunk, run)   # (the batches before it fail first)
+                _queue_v2(run, batch, want, strict, validate_crc, &ranges, limit, sources)
                 _flush(chunk, run)
+            else:
+                _queue_v2(run, batch, want, strict, validate_crc, &ranges, limit, sources)
         elif type(entry) is LegacyRun:
             _flush(chunk, run)
             _flush_queued(chunk, queued, validate_crc, &ranges)

@@ -95,9 +95,14 @@ def test_real_segments_equal_the_row_api(path: Any) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(set(VECTORS) - set(GOOD_VECTORS)))
-def test_bad_vectors_raise_kcodec_errors(name: str) -> None:
-    with pytest.raises(KcodecError):
-        kcodec.decode_columns(VECTORS[name], include_headers=True)
+def test_bad_vectors_raise_what_the_row_api_raises(name: str) -> None:
+    with pytest.raises(KcodecError) as ordinary:
+        rows(VECTORS[name])
+    for decode in (kcodec.decode_columns, kcodec.decode_arrow):
+        with pytest.raises(KcodecError) as caught:
+            decode(VECTORS[name], include_headers=True)
+        assert (type(caught.value), str(caught.value)) == (type(ordinary.value),
+                                                           str(ordinary.value))
 
 
 records_strategy = st.lists(
@@ -1045,6 +1050,35 @@ def test_small_frames_decoded_in_one_pass_keep_every_verdict(codec: str, layout:
     with pytest.raises(DecompressionLimitError) as limit:
         _decode(mixed, layout, max_decompressed_size=most - 1)
     assert limit.value.position == rows_limit.value.position == len(plain[0]) + 61
+
+
+@pytest.mark.parametrize("first", ["none", "lz4", "snappy"])
+@pytest.mark.parametrize("then", ["gzip", "zstd", "lz4"])
+def test_the_first_bad_batch_fails_first(first: str, then: str) -> None:
+    """Whatever order batches are decoded in (queued, decompressed at once, or block by
+    block), the error raised is the row reader's, for the first bad batch."""
+    plain = _batch_of(0, 10, 50)
+    damaged = bytearray(plain[61:])
+    damaged[0] += 2   # the first record's length, 1 more
+    if first == "none":
+        bad_first = bytearray(plain[:61]) + damaged
+        bad_first[17:21] = kcodec.crc32c(bytes(bad_first[21:])).to_bytes(4, "big")
+    else:
+        bad_first = bytearray(_compressed_batch_of_records(first, plain[:61], bytes(damaged), 10))
+    corrupt_then = bytearray(_compressed_batch_of_records(then, plain[:61], plain[61:], 10, 10))
+    corrupt_then[70:78] = b"\xff" * 8   # inside the compressed data
+    corrupt_then[17:21] = kcodec.crc32c(bytes(corrupt_then[21:])).to_bytes(4, "big")
+    log = (_compressed_batch_of_records("lz4", plain[:61], plain[61:], 10, 20) + bytes(bad_first)
+           + bytes(corrupt_then))
+    with pytest.raises(KcodecError) as ordinary:
+        rows(log)
+    assert ordinary.value.position is not None
+    assert ordinary.value.position < len(log) - len(corrupt_then)   # the first bad one's
+    for threads in (1, 2):
+        with pytest.raises(KcodecError) as caught:
+            kcodec.decode_columns(log, threads=threads)
+        assert (type(caught.value), str(caught.value)) == (type(ordinary.value),
+                                                           str(ordinary.value))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
