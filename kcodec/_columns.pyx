@@ -407,6 +407,8 @@ cdef class _Run:
     cdef list batches   # the RecordBatch behind each task, for error messages
     cdef list keep      # what keeps each task's bytes alive (the input or a ScratchBuffer)
     cdef bint frames    # whether a queued frame is among the tasks
+    cdef size_t frame_bytes   # their compressed bytes
+    cdef _ViewSources sources   # with binary views, the buffers they point into; else None
     # the decode's settings, for a queued frame left to the ordinary path
     cdef unsigned want
     cdef bint strict
@@ -425,7 +427,7 @@ cdef class _Run:
         """An empty run of the same decode's settings."""
         cdef _Run run = _Run(capacity)
         run.want, run.strict, run.validate_crc = self.want, self.strict, self.validate_crc
-        run.ranges, run.limit = self.ranges, self.limit
+        run.ranges, run.limit, run.sources = self.ranges, self.limit, self.sources
         return run
 
     def __dealloc__(self):
@@ -514,6 +516,23 @@ cdef class _ViewSources:
         task.info.view_base = self.base
         return 0
 
+    cdef int32_t own_buffer(self, ScratchBuffer buffer) except -1:
+        """Number ``buffer`` as a data buffer of its own, to be filled (own_buffer_filled
+        then records where it ended up)."""
+        self.finished()
+        self.exporter = None
+        self.found.append((<size_t>buffer.mem.data, 0, buffer))
+        return <int32_t>len(self.found)
+
+    cdef int own_buffer_filled(self, ScratchBuffer buffer) except -1:
+        """Record where a buffer numbered by own_buffer lies now, and its length."""
+        cdef Py_ssize_t i
+        for i in range(len(self.found) - 1, -1, -1):
+            if self.found[i][2] is buffer:
+                self.found[i] = (<size_t>buffer.mem.data, buffer.length, buffer)
+                return 0
+        return 0
+
 
 cdef int _queue_v2(_Run run, RecordBatch batch, unsigned want, bint strict, bint validate_crc,
                    const kc_batch_info *ranges, Py_ssize_t limit,
@@ -582,19 +601,25 @@ cdef int _keep_decompressed(_Task *task, ScratchBuffer records) except -1:
 
 
 cdef enum:
-    # LZ4 and snappy batches of fewer bytes than this are queued as frames when their values
-    # are copied out (not binary views): decoded with the batches queued around them in one
-    # pass without the GIL, rather than one at a time with it held (_decode_by_block). Two
+    # LZ4 and snappy batches of fewer bytes than this are queued as frames: decoded with the
+    # batches queued around them in one pass without the GIL, rather than one at a time with
+    # it held (_decode_by_block); with binary views, the run's frames are decompressed one
+    # after another into a buffer of their own that the views point into. Two
     # threads had taken turns at the GIL: decode_arrow of 100 000 records in 10-record
     # batches with two threads took 4.4 ms (snappy) and 5.3 ms (lz4), now 2.9 and 2.8; one
     # thread 3.9 and 4.4 ms, now 3.4 and 3.5 (no Python object a batch).
     QUEUED_FRAME_MAX = NOGIL_FROM
+    # a run's kept frames (binary views) end within this many bytes (a view's offset is an
+    # int32); a frame past it is left over, to the ordinary path
+    KEPT_FRAMES_MAX = 1 << 30
+    # a run is decoded once its queued frames hold this many compressed bytes: what views
+    # keep in one buffer stays well within KEPT_FRAMES_MAX
+    FRAME_BYTES_A_PASS = 4 << 20
 
 
-cdef inline bint _queues_as_frame(RecordBatch batch, _ViewSources sources) noexcept:
+cdef inline bint _queues_as_frame(RecordBatch batch) noexcept:
     """Whether a batch _decode_by_block takes is queued as a frame instead."""
-    return sources is None and (batch.attributes & ATTR_CODEC) != 4 and \
-        batch.size < QUEUED_FRAME_MAX
+    return (batch.attributes & ATTR_CODEC) != 4 and batch.size < QUEUED_FRAME_MAX
 
 
 cdef int _queue_frame(_Run run, RecordBatch batch) except -1:
@@ -602,7 +627,8 @@ cdef int _queue_frame(_Run run, RecordBatch batch) except -1:
     (_decode_frame)."""
     cdef _Task *task = &run.tasks[run.n]
     _fill_info(&task.info, batch, run.strict, &run.ranges)
-    task.info.values_in_place = run.want & KC_COL_VALUE and task.info.compression == 2
+    task.info.values_in_place = (run.want & KC_COL_VALUE and not run.want & KC_COL_VIEWS
+                                 and task.info.compression == 2)
     task.crc_from = batch._p + 21 if run.validate_crc else NULL
     task.crc_len = <size_t>(batch.size - 21)
     task.crc = batch.crc
@@ -612,6 +638,7 @@ cdef int _queue_frame(_Run run, RecordBatch batch) except -1:
     task.frame = True
     task.inflated = 0
     run.frames = True
+    run.frame_bytes += <size_t>(task.end - task.start)
     run.batches.append(batch)
     run.keep.append(batch._buf)
     run.n += 1
@@ -662,10 +689,11 @@ cdef enum:
 
 
 cdef int _run_tasks(kc_columns *c, _Task *tasks, Py_ssize_t n, Py_ssize_t limit,
-                    Scratch *sink, Py_ssize_t *failed, const uint8_t **err_at) noexcept nogil:
-    """Check and decode tasks in turn (queued frames decompressed into ``sink``, or in
-    place, within ``limit``), each next batch fetched while one is decoded; the first
-    failure's status, its index in ``failed``."""
+                    Scratch *sink, Py_ssize_t *kept, Py_ssize_t *failed,
+                    const uint8_t **err_at) noexcept nogil:
+    """Check and decode tasks in turn (queued frames as _decode_frame does, within
+    ``limit``), each next batch fetched while one is decoded; the first failure's status,
+    its index in ``failed``."""
     cdef Py_ssize_t i
     cdef int status
     cdef _Task *task
@@ -683,7 +711,7 @@ cdef int _run_tasks(kc_columns *c, _Task *tasks, Py_ssize_t n, Py_ssize_t limit,
         if task.crc_from != NULL and crc32c_update(0, task.crc_from, task.crc_len) != task.crc:
             status = CRC_MISMATCH
         elif task.frame:
-            status = _decode_frame(c, task, limit, sink)
+            status = _decode_frame(c, task, limit, sink, kept)
         else:
             status = kc_decode_records(c, &task.info, task.start, task.end, task.count,
                                        err_at)
@@ -702,11 +730,17 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
     cdef Scratch sink      # what queued frames not decoded in place are decompressed into
     sink.data = NULL
     sink.capacity = 0
+    cdef ScratchBuffer kept = None   # with binary views: that sink, kept for them
+    cdef Py_ssize_t *kept_length = NULL
     if run.n == 0:
         return 0
     for i in range(run.n):
         work += <size_t>(run.tasks[i].end - run.tasks[i].start)
-    if run.frames:
+    if run.frames and run.sources is not None:
+        kept = _kept_frames(run)
+        sink = kept.mem
+        kept_length = &kept.length
+    elif run.frames:
         sink = scratch_take(QUEUED_FRAME_MAX)
         if sink.data == NULL:
             raise MemoryError()
@@ -716,10 +750,10 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
             if work >= NOGIL_FROM:
                 with nogil:
                     status = _run_tasks(&chunk.c, run.tasks + start, run.n - start, run.limit,
-                                        &sink, &failed, &err_at)
+                                        &sink, kept_length, &failed, &err_at)
             else:
                 status = _run_tasks(&chunk.c, run.tasks + start, run.n - start, run.limit,
-                                    &sink, &failed, &err_at)
+                                    &sink, kept_length, &failed, &err_at)
             _learn_inflation(run.tasks + start,
                              (run.n if failed < 0 else start + failed) - start)
             if failed < 0 or status != LEFT_OVER:
@@ -727,10 +761,16 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
             _decode_left_over(chunk, run, run.batches[start + failed])
             start += failed + 1
     finally:
-        scratch_give_back(sink)
+        if kept is None:
+            scratch_give_back(sink)
+        else:   # (growth may have moved it: the views hold offsets)
+            kept.mem = sink
+    if kept is not None:
+        _keep_frames(run, kept)
     batches = run.batches
     run.n = 0
     run.frames = False
+    run.frame_bytes = 0
     run.batches = []
     run.keep = []
     if failed < 0:
@@ -763,15 +803,47 @@ cdef void _learn_inflation(_Task *tasks, Py_ssize_t n) noexcept:
                                                      / (tasks[i].end - tasks[i].start))
 
 
+cdef ScratchBuffer _kept_frames(_Run run):
+    """With binary views, the buffer a run's queued frames are decompressed into, one after
+    another, and kept (views point into it): numbered as a data buffer of its own, which
+    each frame's views name, and sized as the frames likely inflate."""
+    cdef double room = 0
+    cdef int64_t most
+    cdef Py_ssize_t i
+    cdef _Task *task
+    cdef ScratchBuffer kept
+    for i in range(run.n):
+        task = &run.tasks[i]
+        if task.frame:
+            room += _region_guess(task.info.compression, NULL, task.end - task.start,
+                                  task.count, False, &most)
+    kept = ScratchBuffer(<Py_ssize_t>min(room + 1024, <double>KEPT_FRAMES_MAX))
+    cdef int32_t number = run.sources.own_buffer(kept)
+    for i in range(run.n):
+        task = &run.tasks[i]
+        if task.frame:
+            task.info.view_buffer = number
+            task.info.view_offset = 0   # (views' offsets are from the buffer's start)
+    return kept
+
+
+cdef int _keep_frames(_Run run, ScratchBuffer kept) except -1:
+    """Record where the run's kept frames ended up, at their size."""
+    if <size_t>kept.length < kept.mem.capacity // 2:
+        kept.shrink()
+    run.sources.own_buffer_filled(kept)
+    return 0
+
+
 cdef int _decode_left_over(_Chunk chunk, _Run run, RecordBatch batch) except -1:
     """Decode a queued frame the run's pass left over (a block only a library decides, an
     error to raise) as batches that are not queued are."""
     if _decode_by_block(chunk, batch, run.strict, run.validate_crc, &run.ranges, run.limit,
-                        None, 1):
+                        run.sources, 1):
         return 0
     cdef _Run alone = run.alike(1)
     _queue_v2(alone, batch, run.want, run.strict, run.validate_crc, &run.ranges, run.limit,
-              None)
+              run.sources)
     return _flush(chunk, alone)
 
 
@@ -1034,27 +1106,31 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
     return True
 
 
-cdef int _decode_frame(kc_columns *c, _Task *task, Py_ssize_t limit,
-                       Scratch *spare) noexcept nogil:
+cdef int _decode_frame(kc_columns *c, _Task *task, Py_ssize_t limit, Scratch *sink,
+                       Py_ssize_t *kept) noexcept nogil:
     """Decode a queued frame's records block by block as _decode_by_block does, without the
-    GIL: decompressed into ``spare``, or (values_in_place) past the value column's values.
-    KC_OK, or LEFT_OVER with the columns as they were."""
+    GIL: decompressed into ``sink``, or (values_in_place) past the value column's values;
+    with binary views (``kept`` not NULL), after the ``*kept`` bytes ``sink`` keeps, which
+    views point into, and ``*kept`` then counts the frame's too. KC_OK, or LEFT_OVER with
+    the columns as they were."""
     cdef _Snapshot before
     cdef _BlockByBlock run
     cdef BlockHook hook
     cdef Scratch lent
-    cdef Py_ssize_t length = 0
+    cdef Py_ssize_t length = 0 if kept == NULL else kept[0]
     cdef const uint8_t *err_at
+    if length > KEPT_FRAMES_MAX:   # (views' offsets are int32)
+        return LEFT_OVER
     _snapshot(c, &before)
     run.in_place = task.info.values_in_place
-    run.sink = spare
+    run.sink = sink
     if run.in_place:
         lent.data, lent.capacity = c.value_data.data, c.value_data.cap
         run.sink = &lent
         length = <Py_ssize_t>c.value_data.len
     run.c = c
     run.info = &task.info
-    run.keep = False
+    run.keep = kept != NULL
     run.kept = NULL
     run.decoded = length
     run.remaining = task.count
@@ -1065,6 +1141,7 @@ cdef int _decode_frame(kc_columns *c, _Task *task, Py_ssize_t limit,
     hook.base = hook.front = length
     cdef bint ok = frame_without_gil(task.info.compression, task.start, task.end - task.start,
                                      limit, run.sink, &length, &hook) == FRAME_DONE
+    ok = ok and length <= INT32_MAX
     if run.in_place:   # the column takes its buffer back, wherever growth moved it
         c.value_data.data, c.value_data.cap = lent.data, lent.capacity
     cdef const uint8_t *region = run.sink.data
@@ -1077,6 +1154,8 @@ cdef int _decode_frame(kc_columns *c, _Task *task, Py_ssize_t limit,
         _restore(c, &before)
         return LEFT_OVER
     task.inflated = c.decoded_bytes - before.c.decoded_bytes
+    if kept != NULL:
+        kept[0] = length
     return KC_OK
 
 
@@ -1484,15 +1563,17 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     cdef Py_ssize_t limit = min(get_max_decompressed_size() if max_decompressed_size is None
                                 else max_decompressed_size, PY_SSIZE_T_MAX)
     run.want, run.strict, run.validate_crc, run.limit = want, strict, validate_crc, limit
-    run.ranges = ranges
+    run.ranges, run.sources = ranges, sources
     for entry in entries:
         if type(entry) is RecordBatch:
             batch = <RecordBatch>entry
             _flush_queued(chunk, queued, validate_crc, &ranges)
             if _by_block(batch):
                 by_block -= 1
-                if _queues_as_frame(batch, sources):
+                if _queues_as_frame(batch):
                     _queue_frame(run, batch)
+                    if run.frame_bytes >= FRAME_BYTES_A_PASS:
+                        _flush(chunk, run)
                     continue
                 _flush(chunk, run)
                 if _decode_by_block(chunk, batch, strict, validate_crc, &ranges, limit,

@@ -188,10 +188,11 @@ def test_select_batches_as_a_consumer_reads() -> None:
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
 def test_views_of_small_compressed_batches_share_an_arena(codec: str) -> None:
-    """The decompressed records of small batches are copied into arenas that their views
-    share (a buffer each cost more than decoding the batch): the views point at the copies,
-    among batches that keep buffers of their own (large ones) or point into the input
-    (uncompressed ones), from one thread and two, and outlive the decode."""
+    """The decompressed records of small batches share buffers (a buffer each cost more
+    than decoding the batch): LZ4 and snappy ones are decompressed into one buffer a run of
+    them, gzip and zstd ones copied into arenas; the views point there, among batches that
+    keep buffers of their own (large ones) or point into the input (uncompressed ones),
+    from one thread and two, and outlive the decode."""
     log = bytearray()
     base = 0
     for b in range(400):
@@ -992,13 +993,14 @@ def _lz4_batch_of_blocks(header: bytes, records: bytes, count: int, base_offset:
     return bytes(batch)
 
 
-@pytest.mark.parametrize("layout", ["binary", "scan"])
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("codec", ["lz4", "snappy"])
 def test_small_frames_decoded_in_one_pass_keep_every_verdict(codec: str, layout: str) -> None:
     """Small LZ4 and snappy batches are queued with the uncompressed ones around them and
-    decompressed in one pass without the GIL; a batch that pass cannot decide (a block only
-    the library decides, a damaged record, a limit) is undone and given the ordinary
-    verdict, and the batches before and after it are decoded as ever."""
+    decompressed in one pass without the GIL (with binary views, into one buffer the views
+    share); a batch that pass cannot decide (a block only the library decides, a damaged
+    record, a limit) is undone and given the ordinary verdict, and the batches before and
+    after it are decoded as ever."""
     plain = [_batch_of(base, 10, 50) for base in range(0, 100, 10)]
     small = [_compressed_batch_of_records(codec, b[:61], b[61:], 10, base)
              for base, b in zip(range(0, 100, 10), plain)]
@@ -1013,6 +1015,13 @@ def test_small_frames_decoded_in_one_pass_keep_every_verdict(codec: str, layout:
     if layout == "scan":
         assert column_rows(_decode(mixed, layout)) == column_rows(
             _decode(b"".join(plain), layout))
+    if layout == "views":
+        for threads in (1, 2):
+            table = views(mixed, include_headers=True, threads=threads)
+            assert arrow_rows(table) == expected
+            for chunk in table.column("value").chunks:
+                # validity, views, copied values: then the input and the frames' buffer
+                assert len(chunk.buffers()) <= 5
     header, records = plain[5][:61], plain[5][61:]
     if codec == "lz4":   # a batch in the middle that only liblz4 decides
         undecided = _lz4_batch_of_blocks(header, records, 10, 50)
@@ -1021,6 +1030,8 @@ def test_small_frames_decoded_in_one_pass_keep_every_verdict(codec: str, layout:
         if layout == "scan":
             assert column_rows(_decode(log, layout)) == column_rows(
                 _decode(b"".join(plain), layout))
+        if layout == "views":
+            assert arrow_rows(views(log, include_headers=True)) == expected
     damaged = bytearray(records)
     damaged[0] += 2   # the first record's length, 1 more
     before = b"".join(small[:5])
@@ -1050,6 +1061,29 @@ def test_small_frames_decoded_in_one_pass_keep_every_verdict(codec: str, layout:
     with pytest.raises(DecompressionLimitError) as limit:
         _decode(mixed, layout, max_decompressed_size=most - 1)
     assert limit.value.position == rows_limit.value.position == len(plain[0]) + 61
+
+
+def test_many_small_frames_are_decoded_a_few_megabytes_at_a_time() -> None:
+    """Queued frames are decoded once they hold 4 MiB: with binary views, each such run's
+    frames share a buffer of their own, so none grows past what a view's offset reaches."""
+    import random
+    rng = random.Random(5)
+    log = b"".join(_compressed_batch_of_records(
+        "lz4", b[:61], b[61:], 10, base) for base in range(0, 50_000, 10)
+        for b in [_batch_of_values(base, [rng.randbytes(100) for _ in range(10)])])
+    assert len(log) > 5 << 20
+    expected = rows(log)
+    assert column_rows(kcodec.decode_columns(log, include_headers=True)) == expected
+    table = views(log, include_headers=True)
+    assert arrow_rows(table) == expected
+    assert len(table.column("value").chunks[0].buffers()) == 3 + 2   # two frames' buffers
+
+
+def _batch_of_values(base: int, values: list[bytes]) -> bytes:
+    builder = kcodec.BatchBuilder(base_offset=base)
+    for i, value in enumerate(values):
+        builder.append(value, key=b"k%d" % i, timestamp=1000 + i)
+    return builder.build()
 
 
 @pytest.mark.parametrize("first", ["none", "lz4", "snappy"])
