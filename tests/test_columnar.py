@@ -135,6 +135,30 @@ def test_generated_batches(batches: list[list[Any]], codec: str, threads: int) -
                             chunk_records=7)) == expected
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(records_strategy,
+                          st.sampled_from(["none", "gzip", "snappy", "lz4", "zstd"])),
+                min_size=1, max_size=8),
+       st.sampled_from([1, 2]))
+def test_generated_logs_of_mixed_codecs(batches: list[tuple[list[Any], str]],
+                                        threads: int) -> None:
+    """Batches of every codec in one log: queued frames, batches decompressed at once and
+    uncompressed ones decode in order, in every layout."""
+    data = b""
+    offset = 0
+    for records, codec in batches:
+        builder = kcodec.BatchBuilder(compression=codec, base_offset=offset)
+        for key, value, ts, headers in records:
+            builder.append(value, key=key, timestamp=ts, headers=headers)
+        data += builder.build()
+        offset = builder.next_offset
+    expected = rows(data)
+    got = kcodec.decode_columns(data, include_headers=True, threads=threads)
+    assert column_rows(got) == expected
+    assert arrow_rows(kcodec.decode_arrow(data, include_headers=True, threads=threads)) == expected
+    assert arrow_rows(views(data, include_headers=True, threads=threads)) == expected
+
+
 def transactional_log() -> bytes:
     """pid 1 commits offsets 0-1, pid 2 aborts 2-3, plain data at 6."""
     def data(pid: int, base: int) -> bytes:
