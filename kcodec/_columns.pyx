@@ -25,7 +25,8 @@ from kcodec._batch cimport RecordBatch, last_offset_of
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL)
 from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc, crc_matches,
-                             next_inner, open_inner, raise_crc_mismatch, shallow_message)
+                             inner_without_gil, next_inner, open_inner, raise_crc_mismatch,
+                             shallow_message)
 from kcodec._crc32c cimport crc32c_update
 from kcodec._scratch cimport (Scratch, ScratchBuffer, scratch_give_back, scratch_release_spares,
                              scratch_resize, scratch_take)
@@ -389,6 +390,8 @@ cdef struct _Task:
     const uint8_t *end
     bint frame
     int64_t inflated   # a frame's: its records' bytes once decoded (0 when a range left any out)
+    # a queued legacy wrapper's own message (start and end: its compressed value), else NULL
+    const LegacyMessage *wrapper
     int32_t count
     const uint8_t *crc_from   # the bytes the batch's CRC covers; NULL when not checked
     size_t crc_len
@@ -407,6 +410,7 @@ cdef class _Run:
     cdef list batches   # the RecordBatch behind each task, for error messages
     cdef list keep      # what keeps each task's bytes alive (the input or a ScratchBuffer)
     cdef bint frames    # whether a queued frame is among the tasks
+    cdef bint wrappers  # whether a queued legacy wrapper is
     cdef size_t frame_bytes   # their compressed bytes
     cdef _ViewSources sources   # with binary views, the buffers they point into; else None
     # the decode's settings, for a queued frame left to the ordinary path
@@ -541,6 +545,8 @@ cdef int _queue_v2(_Run run, RecordBatch batch, unsigned want, bint strict, bint
     cdef ScratchBuffer records = None   # the decompressed records, when compressed
     cdef int count = batch.record_count
     if count < 0:
+        if validate_crc:   # as the row reader: a damaged batch says so first
+            batch.ensure_valid()
         raise InvalidRecordError(f"Found invalid record count {count}", position=batch.position)
     _fill_info(&task.info, batch, strict, ranges)
     # the batch's bytes, in the input its InputBuffer holds exported (not through a
@@ -553,6 +559,7 @@ cdef int _queue_v2(_Run run, RecordBatch batch, unsigned want, bint strict, bint
     task.end = batch._p + batch.size
     task.count = count
     task.frame = False
+    task.wrapper = NULL
     keep = batch._buf
     cdef bytes inflated = None   # a small gzip section's records, inflated in one call
     if batch.magic == 3 and batch.attributes & ATTR_HEADERS_FIRST and count:
@@ -637,10 +644,38 @@ cdef int _queue_frame(_Run run, RecordBatch batch) except -1:
     task.count = batch.record_count
     task.frame = True
     task.inflated = 0
+    task.wrapper = NULL
     run.frames = True
     run.frame_bytes += <size_t>(task.end - task.start)
     run.batches.append(batch)
     run.keep.append(batch._buf)
+    run.n += 1
+    return 0
+
+
+cdef inline bint _queues_as_wrapper(const LegacyMessage *m) noexcept:
+    """Whether a legacy wrapper is queued (a small LZ4 or snappy one) rather than appended
+    at once (_append_wrapper)."""
+    cdef int codec = m.attributes & ATTR_CODEC
+    return (codec == 2 or codec == 3) and m.value != NULL and m.value_len < QUEUED_FRAME_MAX
+
+
+cdef int _queue_wrapper(_Run run, object entry, const kc_batch_info *ranges) except -1:
+    """Queue a small LZ4 or snappy legacy wrapper, to be decompressed and its inner messages
+    appended in the run's pass (_decode_wrapper)."""
+    cdef _Task *task = &run.tasks[run.n]
+    cdef const LegacyMessage *m = shallow_message(entry)
+    task.info = ranges[0]
+    _legacy_info(&task.info, m)
+    task.wrapper = m
+    task.start = m.value
+    task.end = m.value + m.value_len
+    task.crc_from = NULL   # (its CRC-32 is checked in the pass, when asked for)
+    task.frame = False
+    run.wrappers = True
+    run.frame_bytes += <size_t>m.value_len
+    run.batches.append(entry)
+    run.keep.append(entry)
     run.n += 1
     return 0
 
@@ -688,12 +723,19 @@ cdef enum:
     PREFETCH_MAX = 256 * 1024
 
 
-cdef int _run_tasks(kc_columns *c, _Task *tasks, Py_ssize_t n, Py_ssize_t limit,
-                    Scratch *sink, Py_ssize_t *kept, Py_ssize_t *failed,
-                    const uint8_t **err_at) noexcept nogil:
-    """Check and decode tasks in turn (queued frames as _decode_frame does, within
-    ``limit``), each next batch fetched while one is decoded; the first failure's status,
-    its index in ``failed``."""
+cdef struct _Pass:
+    # what a run's pass decompresses queued frames and wrappers with (_decode_frame)
+    Py_ssize_t limit
+    Scratch *sink
+    Py_ssize_t *kept
+    bint validate_crc   # (of wrappers: a v2 task checks its CRC when crc_from is set)
+
+
+cdef int _run_tasks(kc_columns *c, _Task *tasks, Py_ssize_t n, const _Pass *settings,
+                    Py_ssize_t *failed, const uint8_t **err_at) noexcept nogil:
+    """Check and decode tasks in turn (queued frames and wrappers as _decode_frame and
+    _decode_wrapper do), each next batch fetched while one is decoded; the first failure's
+    status, its index in ``failed``."""
     cdef Py_ssize_t i
     cdef int status
     cdef _Task *task
@@ -711,7 +753,9 @@ cdef int _run_tasks(kc_columns *c, _Task *tasks, Py_ssize_t n, Py_ssize_t limit,
         if task.crc_from != NULL and crc32c_update(0, task.crc_from, task.crc_len) != task.crc:
             status = CRC_MISMATCH
         elif task.frame:
-            status = _decode_frame(c, task, limit, sink, kept)
+            status = _decode_frame(c, task, settings)
+        elif task.wrapper != NULL:
+            status = _decode_wrapper(c, task, settings)
         else:
             status = kc_decode_records(c, &task.info, task.start, task.end, task.count,
                                        err_at)
@@ -731,7 +775,11 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
     sink.data = NULL
     sink.capacity = 0
     cdef ScratchBuffer kept = None   # with binary views: that sink, kept for them
-    cdef Py_ssize_t *kept_length = NULL
+    cdef _Pass settings
+    settings.limit = run.limit
+    settings.sink = &sink
+    settings.kept = NULL
+    settings.validate_crc = run.validate_crc
     if run.n == 0:
         return 0
     for i in range(run.n):
@@ -739,8 +787,8 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
     if run.frames and run.sources is not None:
         kept = _kept_frames(run)
         sink = kept.mem
-        kept_length = &kept.length
-    elif run.frames:
+        settings.kept = &kept.length
+    elif run.frames or run.wrappers:
         sink = scratch_take(QUEUED_FRAME_MAX)
         if sink.data == NULL:
             raise MemoryError()
@@ -749,11 +797,11 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
             failed = -1
             if work >= NOGIL_FROM:
                 with nogil:
-                    status = _run_tasks(&chunk.c, run.tasks + start, run.n - start, run.limit,
-                                        &sink, kept_length, &failed, &err_at)
+                    status = _run_tasks(&chunk.c, run.tasks + start, run.n - start, &settings,
+                                        &failed, &err_at)
             else:
-                status = _run_tasks(&chunk.c, run.tasks + start, run.n - start, run.limit,
-                                    &sink, kept_length, &failed, &err_at)
+                status = _run_tasks(&chunk.c, run.tasks + start, run.n - start, &settings,
+                                    &failed, &err_at)
             _learn_inflation(run.tasks + start,
                              (run.n if failed < 0 else start + failed) - start)
             if failed < 0 or status != LEFT_OVER:
@@ -769,7 +817,7 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
         _keep_frames(run, kept)
     batches = run.batches
     run.n = 0
-    run.frames = False
+    run.frames = run.wrappers = False
     run.frame_bytes = 0
     run.batches = []
     run.keep = []
@@ -835,9 +883,12 @@ cdef int _keep_frames(_Run run, ScratchBuffer kept) except -1:
     return 0
 
 
-cdef int _decode_left_over(_Chunk chunk, _Run run, RecordBatch batch) except -1:
-    """Decode a queued frame the run's pass left over (a block only a library decides, an
-    error to raise) as batches that are not queued are."""
+cdef int _decode_left_over(_Chunk chunk, _Run run, object entry) except -1:
+    """Decode a queued frame or wrapper the run's pass left over (a block only a library
+    decides, an error to raise) as those that are not queued are."""
+    if type(entry) is not RecordBatch:   # a legacy wrapper
+        return _append_wrapper(chunk, entry, run.validate_crc, &run.ranges)
+    cdef RecordBatch batch = <RecordBatch>entry
     if _decode_by_block(chunk, batch, run.strict, run.validate_crc, &run.ranges, run.limit,
                         run.sources, 1):
         return 0
@@ -1106,13 +1157,13 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
     return True
 
 
-cdef int _decode_frame(kc_columns *c, _Task *task, Py_ssize_t limit, Scratch *sink,
-                       Py_ssize_t *kept) noexcept nogil:
+cdef int _decode_frame(kc_columns *c, _Task *task, const _Pass *settings) noexcept nogil:
     """Decode a queued frame's records block by block as _decode_by_block does, without the
-    GIL: decompressed into ``sink``, or (values_in_place) past the value column's values;
-    with binary views (``kept`` not NULL), after the ``*kept`` bytes ``sink`` keeps, which
-    views point into, and ``*kept`` then counts the frame's too. KC_OK, or LEFT_OVER with
-    the columns as they were."""
+    GIL: decompressed into the pass's sink, or (values_in_place) past the value column's
+    values; with binary views (``kept`` not NULL), after the ``*kept`` bytes the sink keeps,
+    which views point into, and ``*kept`` then counts the frame's too. KC_OK, or LEFT_OVER
+    with the columns as they were."""
+    cdef Py_ssize_t *kept = settings.kept
     cdef _Snapshot before
     cdef _BlockByBlock run
     cdef BlockHook hook
@@ -1123,7 +1174,7 @@ cdef int _decode_frame(kc_columns *c, _Task *task, Py_ssize_t limit, Scratch *si
         return LEFT_OVER
     _snapshot(c, &before)
     run.in_place = task.info.values_in_place
-    run.sink = sink
+    run.sink = settings.sink
     if run.in_place:
         lent.data, lent.capacity = c.value_data.data, c.value_data.cap
         run.sink = &lent
@@ -1140,7 +1191,8 @@ cdef int _decode_frame(kc_columns *c, _Task *task, Py_ssize_t limit, Scratch *si
     hook.dropped = 0
     hook.base = hook.front = length
     cdef bint ok = frame_without_gil(task.info.compression, task.start, task.end - task.start,
-                                     limit, run.sink, &length, &hook) == FRAME_DONE
+                                     2, settings.limit, run.sink, &length,
+                                     &hook) == FRAME_DONE
     ok = ok and length <= INT32_MAX
     if run.in_place:   # the column takes its buffer back, wherever growth moved it
         c.value_data.data, c.value_data.cap = lent.data, lent.capacity
@@ -1156,6 +1208,40 @@ cdef int _decode_frame(kc_columns *c, _Task *task, Py_ssize_t limit, Scratch *si
     task.inflated = c.decoded_bytes - before.c.decoded_bytes
     if kept != NULL:
         kept[0] = length
+    return KC_OK
+
+
+cdef Py_ssize_t _keep_all(void *context, uint8_t *data, Py_ssize_t length) noexcept nogil:
+    return 0
+
+
+cdef int _decode_wrapper(kc_columns *c, _Task *task, const _Pass *settings) noexcept nogil:
+    """Append a queued legacy wrapper's inner messages as _append_wrapper does, without the
+    GIL: its CRC-32 checked (when asked for), its value decompressed into the pass's sink
+    (past the bytes it keeps for views: the messages' keys and values are copied), the
+    inner messages checked. KC_OK, or LEFT_OVER with the columns as they were."""
+    cdef const LegacyMessage *wrapper = task.wrapper
+    cdef Py_ssize_t start = 0 if settings.kept == NULL else settings.kept[0]
+    cdef Py_ssize_t length = start
+    cdef BlockHook hook   # (none but for the limit: the kept bytes do not count)
+    cdef InnerMessages inner
+    cdef _Snapshot before
+    hook.call = _keep_all
+    hook.context = NULL
+    hook.dropped = 0
+    hook.base = hook.front = start
+    if settings.validate_crc and not crc_matches(wrapper):
+        return LEFT_OVER
+    if (frame_without_gil(wrapper.attributes & ATTR_CODEC, wrapper.value, wrapper.value_len,
+                          wrapper.magic, settings.limit, settings.sink, &length,
+                          &hook) != FRAME_DONE or
+            not inner_without_gil(wrapper, settings.sink.data + start, length - start,
+                                  settings.validate_crc, &inner)):
+        return LEFT_OVER
+    _snapshot(c, &before)
+    if _append_inner(c, &task.info, &inner) != KC_OK:
+        _restore(c, &before)
+        return LEFT_OVER
     return KC_OK
 
 
@@ -1579,7 +1665,8 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                 if _decode_by_block(chunk, batch, strict, validate_crc, &ranges, limit,
                                     sources, by_block + 1):
                     continue
-            if batch.attributes & ATTR_CODEC or batch.header_size != 61:  # own buffers, or magic 3
+            if (batch.attributes & ATTR_CODEC or batch.header_size != 61   # own buffers, magic 3
+                    or batch.record_count < 0):
                 _flush(chunk, run)   # (the batches before it fail first)
                 _queue_v2(run, batch, want, strict, validate_crc, &ranges, limit, sources)
                 _flush(chunk, run)
@@ -1589,13 +1676,18 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
             _flush(chunk, run)
             _flush_queued(chunk, queued, validate_crc, &ranges)
             _append_run(chunk, entry, validate_crc, &ranges)
+        elif shallow_message(entry).attributes & ATTR_CODEC:
+            _flush_queued(chunk, queued, validate_crc, &ranges)
+            if _queues_as_wrapper(shallow_message(entry)):
+                _queue_wrapper(run, entry, &ranges)
+                if run.frame_bytes >= FRAME_BYTES_A_PASS:
+                    _flush(chunk, run)
+            else:
+                _flush(chunk, run)
+                _append_wrapper(chunk, entry, validate_crc, &ranges)
         else:
             _flush(chunk, run)
-            if shallow_message(entry).attributes & ATTR_CODEC:
-                _flush_queued(chunk, queued, validate_crc, &ranges)
-                _append_wrapper(chunk, entry, validate_crc, &ranges)
-            else:
-                queued.add(entry)
+            queued.add(entry)
     _flush(chunk, run)
     _flush_queued(chunk, queued, validate_crc, &ranges)
     if room_for is not None:

@@ -49,9 +49,10 @@ cdef enum:
     FRAME_STOPPED = 1
     FRAME_UNDECIDED = -1
 
-# A magic-2 LZ4 frame (codec 3) or snappy data (codec 2) into out after its *length bytes,
-# as the two above decode it, without the GIL; FRAME_UNDECIDED when it needs the GIL (a
-# library's verdict, an error to raise) or memory runs out: the caller then decodes it again
-# with them.
-cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
-                           Scratch *out, Py_ssize_t *length, BlockHook *hook) noexcept nogil
+# An LZ4 frame of the given magic (codec 3) or snappy data (codec 2) into out after its
+# *length bytes, as the two above decode it, without the GIL; FRAME_UNDECIDED when it needs
+# the GIL (a library's verdict, an error to raise) or memory runs out: the caller then
+# decodes it again with them.
+cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
+                           Py_ssize_t limit, Scratch *out, Py_ssize_t *length,
+                           BlockHook *hook) noexcept nogil

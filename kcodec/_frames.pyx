@@ -482,10 +482,11 @@ cdef int _snappy_raw(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
     return 0
 
 
-cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
-                           Scratch *out, Py_ssize_t *length, BlockHook *hook) noexcept nogil:
-    """A magic-2 LZ4 frame (codec 3) or snappy data (codec 2) into ``out`` after its
-    ``*length`` bytes, as lz4_frame_with_hook and snappy_with_hook decode it, without the
+cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
+                           Py_ssize_t limit, Scratch *out, Py_ssize_t *length,
+                           BlockHook *hook) noexcept nogil:
+    """An LZ4 frame of the given magic (codec 3) or snappy data (codec 2) into ``out`` after
+    its ``*length`` bytes, as lz4_frame_with_hook and snappy_with_hook decode it, without the
     GIL: FRAME_DONE, FRAME_STOPPED (the hook stopped it), or FRAME_UNDECIDED when it needs
     what those take the GIL for (a library's verdict on a block, an error to raise) or
     memory runs out; ``out`` may then hold part of the frame."""
@@ -494,7 +495,7 @@ cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, Py_ssize_t
     cdef ptrdiff_t stated
     cdef int status
     if codec == 3:
-        pos = _lz4_header(p, n, 2, &max_block, &block_checksum)
+        pos = _lz4_header(p, n, magic, &max_block, &block_checksum)
         if pos < 0:
             return FRAME_UNDECIDED
         while True:

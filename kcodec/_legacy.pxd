@@ -52,5 +52,7 @@ cdef const LegacyMessage *shallow_message(object entry) except NULL
 cdef int check_crc(object entry) except -1
 cdef bint crc_matches(const LegacyMessage *m) noexcept nogil
 cdef ScratchBuffer open_inner(object entry, bint validate_crc, InnerMessages *inner)
+cdef bint inner_without_gil(const LegacyMessage *wrapper, const uint8_t *p, Py_ssize_t n,
+                            bint validate_crc, InnerMessages *inner) noexcept nogil
 cdef bint next_inner(InnerMessages *inner, LegacyMessage *m, int64_t *offset,
                      int64_t *timestamp) noexcept nogil

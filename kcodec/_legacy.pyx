@@ -417,23 +417,42 @@ cdef ScratchBuffer open_inner(object entry, bint validate_crc, InnerMessages *in
         found = _scan_inner(held.mem.data, held.length, validate_crc, &scan)
     if found != FOUND_OK:
         _raise_for(found, &scan, b.position)
-    cdef int64_t wrapper_offset = b._m.offset
+    if not _set_up_inner(&b._m, held.mem.data, &scan, inner):
+        raise InvalidRecordError(
+            "Found invalid wrapper offset in compressed v1 message set, wrapper "
+            f"offset '{b._m.offset}' is less than the last inner message offset "
+            f"'{scan.last_offset}' and it is not zero.", position=b.position)
+    return held
+
+
+cdef bint inner_without_gil(const LegacyMessage *wrapper, const uint8_t *p, Py_ssize_t n,
+                            bint validate_crc, InnerMessages *inner) noexcept nogil:
+    """Check the inner messages of ``wrapper``, decompressed in [p, p + n), as open_inner
+    does, for next_inner to walk, without the GIL; False when anything is wrong (open_inner
+    then says what)."""
+    cdef _InnerScan scan
+    if _scan_inner(p, n, validate_crc, &scan) != FOUND_OK:
+        return False
+    return _set_up_inner(wrapper, p, &scan, inner)
+
+
+cdef bint _set_up_inner(const LegacyMessage *wrapper, const uint8_t *p, const _InnerScan *scan,
+                        InnerMessages *inner) noexcept nogil:
+    """Point ``inner`` at the inner messages ``scan`` found at p; False when the wrapper's
+    offset is less than the last inner one's (and not 0)."""
     inner.base = 0
     # magic 1: inner offsets are relative to the wrapper's (which is the last one's),
     # except in old producers' wrappers of offset 0, whose inner offsets stand as they are
-    if b._m.magic > 0 and wrapper_offset != 0:
-        if wrapper_offset < scan.last_offset:
-            raise InvalidRecordError(
-                "Found invalid wrapper offset in compressed v1 message set, wrapper "
-                f"offset '{wrapper_offset}' is less than the last inner message offset "
-                f"'{scan.last_offset}' and it is not zero.", position=b.position)
-        inner.base = wrapper_offset - scan.last_offset
-    inner.p = held.mem.data
+    if wrapper.magic > 0 and wrapper.offset != 0:
+        if wrapper.offset < scan.last_offset:
+            return False
+        inner.base = wrapper.offset - scan.last_offset
+    inner.p = p
     inner.end = scan.end
     inner.pos = 0
-    inner.wrapper_time = b._m.magic == 1 and b._m.attributes & ATTR_LOG_APPEND_TIME
-    inner.wrapper_timestamp = b._m.timestamp
-    return held
+    inner.wrapper_time = wrapper.magic == 1 and wrapper.attributes & ATTR_LOG_APPEND_TIME
+    inner.wrapper_timestamp = wrapper.timestamp
+    return True
 
 
 cdef bint next_inner(InnerMessages *inner, LegacyMessage *m, int64_t *offset,

@@ -39,6 +39,7 @@ from kcodec._legacy import LegacyBatch, LegacyRun
 from kcodec._select import select_entries
 from kcodec._workers import run_all
 from kcodec.arrow_batch import record_batch
+from kcodec.errors import KcodecError
 
 if TYPE_CHECKING:
     import pyarrow
@@ -132,11 +133,28 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
     reader = read_entries_for_columns(data, strict=strict,
                                       max_decompressed_size=max_decompressed_size,
                                       allow_magic3=allow_magic3)
-    entries = list(select_batches(reader, include_control=include_control,
-                                  aborted_transactions=aborted_transactions,
-                                  offsets=offsets, timestamps=timestamps))
-    options = {"strict": strict, "offsets": offsets, "timestamps": timestamps,
-               "max_decompressed_size": max_decompressed_size, "validate_crc": validate_crc}
+    options: dict[str, Any] = {"strict": strict, "offsets": offsets, "timestamps": timestamps,
+                               "max_decompressed_size": max_decompressed_size,
+                               "validate_crc": validate_crc}
+
+    def select(framed: Iterable[Framed]) -> list[Framed]:
+        return list(select_batches(framed, include_control=include_control,
+                                   aborted_transactions=aborted_transactions,
+                                   offsets=offsets, timestamps=timestamps))
+    try:
+        entries = select(reader)
+    except KcodecError:
+        # input that cannot be framed past some point: the entries before it fail first, as
+        # read_batches yields them (framed again: the selection may have held some back)
+        framed: list[Framed] = []
+        try:
+            framed.extend(read_entries_for_columns(data, strict=strict,
+                                                   max_decompressed_size=max_decompressed_size,
+                                                   allow_magic3=allow_magic3))
+        except KcodecError:
+            pass
+        decode_chunk(select(framed), want, **options)
+        raise
     return entries, names, want, options
 
 

@@ -370,6 +370,64 @@ def test_legacy_gzip_wrappers_of_every_member_shape(shape: str) -> None:
         assert caught.value.position == 0
 
 
+def _wrapper_of(magic: int, codec: str, inner: bytes, last_offset: int) -> bytes:
+    """A legacy wrapper (CreateTime, null key) of the message set ``inner``, compressed."""
+    import struct
+    import zlib
+    value = kcodec.compress(codec, inner, magic=magic)
+    body = (struct.pack(">bb", magic, int(kcodec.Compression.parse(codec)))
+            + (struct.pack(">q", TS) if magic else b"") + struct.pack(">ii", -1, len(value))
+            + value)
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", last_offset, len(message)) + message
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", ["lz4", "snappy"])
+def test_small_legacy_wrappers_decoded_in_one_pass_keep_every_verdict(codec: str,
+                                                                     magic: int) -> None:
+    """Small LZ4 and snappy wrappers are queued with the entries around them and
+    decompressed in the run's pass, without the GIL; a wrapper that pass cannot decide (a
+    bad CRC, an inner message's too, a limit) is given the ordinary path's verdict, which
+    is the row reader's."""
+    def messages(base: int) -> bytes:   # (magic 1 wrappers: inner offsets from 0)
+        builder = kcodec.BatchBuilder(magic=magic, base_offset=base if magic == 0 else 0)
+        for i in range(10):
+            builder.append(b"value %d" % (base + i), key=b"k", timestamp=TS + i)
+        return builder.build()
+    wrappers = [_wrapper_of(magic, codec, messages(base), base + 9) for base in range(0, 100, 10)]
+    plain = kcodec.BatchBuilder(magic=magic, base_offset=100)
+    plain.append(b"plain", timestamp=TS)
+    log = b"".join(wrappers[:5]) + plain.build() + b"".join(wrappers[5:])
+    expected = rows(log)
+    assert [r[0] for r in expected] == list(range(101))[:50] + [100] + list(range(50, 100))
+    for threads in (1, 2):
+        assert column_rows(kcodec.decode_columns(log, include_headers=True,
+                                                 threads=threads)) == expected
+        assert arrow_rows(views(log, include_headers=True, threads=threads)) == expected
+    before = b"".join(wrappers[:3])
+    inner = bytearray(messages(30))
+    inner[-1] ^= 1   # the last inner message's value: its CRC no longer matches
+    wrapper_crc = bytearray(wrappers[3])
+    wrapper_crc[-1] ^= 1
+    for bad in [_wrapper_of(magic, codec, bytes(inner), 39), bytes(wrapper_crc)]:
+        with pytest.raises(KcodecError) as ordinary:
+            rows(before + bad + wrappers[4])
+        for threads in (1, 2):
+            with pytest.raises(KcodecError) as caught:
+                kcodec.decode_columns(before + bad + wrappers[4], threads=threads)
+            assert (type(caught.value), str(caught.value)) == (type(ordinary.value),
+                                                               str(ordinary.value))
+    most = max(len(messages(base)) for base in range(0, 100, 10))
+    assert kcodec.decode_columns(log, max_decompressed_size=most)["count"] == 101
+    with pytest.raises(DecompressionLimitError) as rows_limit:
+        [r for b in kcodec.read_batches(log, max_decompressed_size=most - 1) for r in b]
+    with pytest.raises(DecompressionLimitError) as limit:
+        kcodec.decode_columns(log, max_decompressed_size=most - 1)
+    assert rows_limit.value.position is not None and rows_limit.value.position > 0
+    assert limit.value.position == rows_limit.value.position
+
+
 def test_plain_legacy_runs_fail_where_read_batches_does() -> None:
     """Plain legacy messages framed as runs (no object each) raise what read_batches
     raises, at the same positions, and stop at a partial last message as it does."""
@@ -1137,6 +1195,30 @@ def test_the_first_bad_batch_fails_first(first: str, then: str) -> None:
             kcodec.decode_columns(log, threads=threads)
         assert (type(caught.value), str(caught.value)) == (type(ordinary.value),
                                                            str(ordinary.value))
+
+
+@pytest.mark.parametrize("first", ["none", "lz4"])
+def test_a_bad_batch_fails_before_a_bad_count_or_framing_after_it(first: str) -> None:
+    """A batch whose CRC fails comes first, before a later batch's negative record count or
+    input that cannot be framed (which the decoder meets before it decodes a thing)."""
+    plain = _batch_of(0, 10, 50)
+    bad = bytearray(plain if first == "none" else
+                    _compressed_batch_of_records(first, plain[:61], plain[61:], 10))
+    bad[-1] ^= 1
+    negative = bytearray(_batch_of(10, 10, 50))
+    negative[57:61] = b"\xff" * 4
+    negative[17:21] = kcodec.crc32c(bytes(negative[21:])).to_bytes(4, "big")
+    unframable = (20).to_bytes(8, "big") + (5).to_bytes(4, "big") + b"\0" * 5
+    for then in (bytes(negative), unframable):
+        log = _batch_of(30, 10, 50) + bytes(bad) + then
+        with pytest.raises(KcodecError) as ordinary:
+            rows(log)
+        assert isinstance(ordinary.value, kcodec.errors.ChecksumError)
+        for threads in (1, 2):
+            with pytest.raises(KcodecError) as caught:
+                kcodec.decode_columns(log, threads=threads)
+            assert (type(caught.value), str(caught.value)) == (type(ordinary.value),
+                                                               str(ordinary.value))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

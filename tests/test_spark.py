@@ -232,7 +232,7 @@ def test_explode_batches_decodes_each_arrow_batch_at_once(spark: Any) -> None:
     good = batch(2, 2)
     bad = spark.createDataFrame([(batch(0, 2),), (good[:30] + b"\xff" * (len(good) - 30),)],
                                 "batch binary").coalesce(1)
-    with pytest.raises(Exception, match=r"invalid record count -1 \(at byte 0\)"):
+    with pytest.raises(Exception, match=r"Record batch is corrupt .*\(at byte 0\)"):
         explode_batches(bad, topic="t").collect()
 
 
