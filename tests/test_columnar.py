@@ -113,18 +113,25 @@ records_strategy = st.lists(
     min_size=1, max_size=40)
 
 
+def log_of_batches(batches: list[tuple[list[Any], str]]) -> bytes:
+    """A log of consecutive batches, each of the given (key, value, timestamp, headers)
+    records and codec."""
+    data = b""
+    offset = 0
+    for records, codec in batches:
+        builder = kcodec.BatchBuilder(compression=codec, base_offset=offset)
+        for key, value, ts, headers in records:
+            builder.append(value, key=key, timestamp=ts, headers=headers)
+        data += builder.build()
+        offset = builder.next_offset
+    return data
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.lists(records_strategy, min_size=1, max_size=5),
        st.sampled_from(["none", "gzip", "snappy", "lz4", "zstd"]), st.integers(1, 3))
 def test_generated_batches(batches: list[list[Any]], codec: str, threads: int) -> None:
-    data = b""
-    offset = 0
-    for batch in batches:
-        builder = kcodec.BatchBuilder(compression=codec, base_offset=offset)
-        for key, value, ts, headers in batch:
-            builder.append(value, key=key, timestamp=ts, headers=headers)
-        data += builder.build()
-        offset = builder.next_offset
+    data = log_of_batches([(records, codec) for records in batches])
     expected = rows(data)
     got = kcodec.decode_columns(data, include_headers=True, metadata=True, threads=threads)
     assert column_rows(got) == expected
@@ -144,14 +151,7 @@ def test_generated_logs_of_mixed_codecs(batches: list[tuple[list[Any], str]],
                                         threads: int) -> None:
     """Batches of every codec in one log: queued frames, batches decompressed at once and
     uncompressed ones decode in order, in every layout."""
-    data = b""
-    offset = 0
-    for records, codec in batches:
-        builder = kcodec.BatchBuilder(compression=codec, base_offset=offset)
-        for key, value, ts, headers in records:
-            builder.append(value, key=key, timestamp=ts, headers=headers)
-        data += builder.build()
-        offset = builder.next_offset
+    data = log_of_batches(batches)
     expected = rows(data)
     got = kcodec.decode_columns(data, include_headers=True, threads=threads)
     assert column_rows(got) == expected
