@@ -528,19 +528,18 @@ cdef class _ViewSources:
         self.found.append((<size_t>buffer.mem.data, 0, buffer))
         return <int32_t>len(self.found)
 
-    cdef int own_buffer_filled(self, ScratchBuffer buffer) except -1:
-        """Record where a buffer numbered by own_buffer lies now, and its length."""
-        cdef Py_ssize_t i
-        for i in range(len(self.found) - 1, -1, -1):
-            if self.found[i][2] is buffer:
-                self.found[i] = (<size_t>buffer.mem.data, buffer.length, buffer)
-                return 0
+    cdef int own_buffer_filled(self, int32_t number, ScratchBuffer buffer) except -1:
+        """Record where buffer ``number`` (own_buffer's) lies now, and its length."""
+        self.found[number - 1] = (<size_t>buffer.mem.data, buffer.length, buffer)
         return 0
 
 
-cdef int _queue_v2(_Run run, RecordBatch batch, unsigned want, bint strict, bint validate_crc,
-                   const kc_batch_info *ranges, Py_ssize_t limit,
-                   _ViewSources sources) except -1:
+cdef int _queue_v2(_Run run, RecordBatch batch) except -1:
+    """Queue a v2 batch to be checked and decoded in the run's pass; a compressed one
+    (but a queued frame) is decompressed now."""
+    cdef bint validate_crc = run.validate_crc
+    cdef Py_ssize_t limit = run.limit
+    cdef _ViewSources sources = run.sources
     cdef _Task *task = &run.tasks[run.n]
     cdef ScratchBuffer records = None   # the decompressed records, when compressed
     cdef int count = batch.record_count
@@ -548,7 +547,7 @@ cdef int _queue_v2(_Run run, RecordBatch batch, unsigned want, bint strict, bint
         if validate_crc:   # as the row reader: a damaged batch says so first
             batch.ensure_valid()
         raise InvalidRecordError(f"Found invalid record count {count}", position=batch.position)
-    _fill_info(&task.info, batch, strict, ranges)
+    _fill_info(&task.info, batch, run.strict, &run.ranges)
     # the batch's bytes, in the input its InputBuffer holds exported (not through a
     # memoryview of each batch: a log of many small batches then makes fewer objects)
     task.crc_from = batch._p + 21 if validate_crc else NULL
@@ -563,7 +562,7 @@ cdef int _queue_v2(_Run run, RecordBatch batch, unsigned want, bint strict, bint
     keep = batch._buf
     cdef bytes inflated = None   # a small gzip section's records, inflated in one call
     if batch.magic == 3 and batch.attributes & ATTR_HEADERS_FIRST and count:
-        keep = _headers_first_region(task, batch, want, validate_crc, limit)
+        keep = _headers_first_region(task, batch, run.want, validate_crc, limit)
     elif task.info.compression and count:
         if task.info.compression == 1:
             inflated = gzip_member_in_one_call(
@@ -724,7 +723,8 @@ cdef enum:
 
 
 cdef struct _Pass:
-    # what a run's pass decompresses queued frames and wrappers with (_decode_frame)
+    # what a run's pass decompresses queued frames and wrappers with (_decode_frame,
+    # _decode_wrapper)
     Py_ssize_t limit
     Scratch *sink
     Py_ssize_t *kept
@@ -775,6 +775,7 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
     sink.data = NULL
     sink.capacity = 0
     cdef ScratchBuffer kept = None   # with binary views: that sink, kept for them
+    cdef int32_t kept_number = 0     # ... and the data buffer it is
     cdef _Pass settings
     settings.limit = run.limit
     settings.sink = &sink
@@ -785,7 +786,7 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
     for i in range(run.n):
         work += <size_t>(run.tasks[i].end - run.tasks[i].start)
     if run.frames and run.sources is not None:
-        kept = _kept_frames(run)
+        kept = _kept_frames(run, &kept_number)
         sink = kept.mem
         settings.kept = &kept.length
     elif run.frames or run.wrappers:
@@ -814,7 +815,7 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
         else:   # (growth may have moved it: the views hold offsets)
             kept.mem = sink
     if kept is not None:
-        _keep_frames(run, kept)
+        _keep_frames(run, kept_number, kept)
     batches = run.batches
     run.n = 0
     run.frames = run.wrappers = False
@@ -851,10 +852,11 @@ cdef void _learn_inflation(_Task *tasks, Py_ssize_t n) noexcept:
                                                      / (tasks[i].end - tasks[i].start))
 
 
-cdef ScratchBuffer _kept_frames(_Run run):
+cdef ScratchBuffer _kept_frames(_Run run, int32_t *number):
     """With binary views, the buffer a run's queued frames are decompressed into, one after
-    another, and kept (views point into it): numbered as a data buffer of its own, which
-    each frame's views name, and sized as the frames likely inflate."""
+    another, and kept (views point into it): numbered as a data buffer of its own (the
+    number goes to ``number``), which each frame's views name, and sized as the frames
+    likely inflate."""
     cdef double room = 0
     cdef int64_t most
     cdef Py_ssize_t i
@@ -866,20 +868,20 @@ cdef ScratchBuffer _kept_frames(_Run run):
             room += _region_guess(task.info.compression, NULL, task.end - task.start,
                                   task.count, False, &most)
     kept = ScratchBuffer(<Py_ssize_t>min(room + 1024, <double>KEPT_FRAMES_MAX))
-    cdef int32_t number = run.sources.own_buffer(kept)
+    number[0] = run.sources.own_buffer(kept)
     for i in range(run.n):
         task = &run.tasks[i]
         if task.frame:
-            task.info.view_buffer = number
+            task.info.view_buffer = number[0]
             task.info.view_offset = 0   # (views' offsets are from the buffer's start)
     return kept
 
 
-cdef int _keep_frames(_Run run, ScratchBuffer kept) except -1:
-    """Record where the run's kept frames ended up, at their size."""
+cdef int _keep_frames(_Run run, int32_t number, ScratchBuffer kept) except -1:
+    """Record where the run's kept frames (buffer ``number``) ended up, at their size."""
     if <size_t>kept.length < kept.mem.capacity // 2:
         kept.shrink()
-    run.sources.own_buffer_filled(kept)
+    run.sources.own_buffer_filled(number, kept)
     return 0
 
 
@@ -893,8 +895,7 @@ cdef int _decode_left_over(_Chunk chunk, _Run run, object entry) except -1:
                         run.sources, 1):
         return 0
     cdef _Run alone = run.alike(1)
-    _queue_v2(alone, batch, run.want, run.strict, run.validate_crc, &run.ranges, run.limit,
-              run.sources)
+    _queue_v2(alone, batch)
     return _flush(chunk, alone)
 
 
@@ -1668,10 +1669,10 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
             if (batch.attributes & ATTR_CODEC or batch.header_size != 61   # own buffers, magic 3
                     or batch.record_count < 0):
                 _flush(chunk, run)   # (the batches before it fail first)
-                _queue_v2(run, batch, want, strict, validate_crc, &ranges, limit, sources)
+                _queue_v2(run, batch)
                 _flush(chunk, run)
             else:
-                _queue_v2(run, batch, want, strict, validate_crc, &ranges, limit, sources)
+                _queue_v2(run, batch)
         elif type(entry) is LegacyRun:
             _flush(chunk, run)
             _flush_queued(chunk, queued, validate_crc, &ranges)

@@ -11,7 +11,6 @@ cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport free, realloc
-from libc.string cimport memcpy
 
 from kcodec._crc32c cimport crc32_update
 from kcodec._layout cimport ATTR_CODEC, ATTR_LOG_APPEND_TIME
@@ -31,7 +30,6 @@ from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError
 cdef extern from "Python.h":
     object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
     int PyBUF_READ
-    char *PyBytes_AS_STRING(object o)
 
 
 cdef enum:
@@ -382,8 +380,7 @@ cdef class LegacyBatch:
                 if whole is None:
                     return _decompress_to_scratch(codec, section, self._m.magic, limit)
                 sink = ScratchBuffer(len(whole))
-                memcpy(sink.mem.data, PyBytes_AS_STRING(whole), len(whole))
-                sink.length = len(whole)
+                sink.write(whole)
                 return sink
             sink = ScratchBuffer(min(limit, 4 * <Py_ssize_t>self._m.value_len + 1024))
             if codec == 2:
