@@ -13,9 +13,10 @@ from kcodec.constants import ControlType
 
 
 def select_entries(entries, bint include_control, aborted_transactions, int64_t lo,
-                   int64_t hi, int64_t earliest):
+                   int64_t hi, int64_t earliest, bint validate_crc):
     """Yield the entries a consumer reads from, as ``select_batches`` documents: records
-    at offsets in [lo, hi) and timestamps from ``earliest`` on."""
+    at offsets in [lo, hi) and timestamps from ``earliest`` on. With ``validate_crc``, the
+    control batches and aborted transactional batches met are checked as they are met."""
     cdef list pending = sorted(aborted_transactions or [], key=lambda t: t[1])
     cdef Py_ssize_t next_pending = 0
     cdef set aborted_producers = set()
@@ -34,7 +35,12 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
             while next_pending < len(pending) and pending[next_pending][1] <= last:
                 aborted_producers.add(pending[next_pending][0])
                 next_pending += 1
+            # a consumer receives control and aborted batches, and checks them too
             if batch.attributes & ATTR_CONTROL:
+                if validate_crc:   # (one short record: checked again if decoded)
+                    batch.ensure_valid()
+                if include_control:   # its markers checked as the row reader checks them
+                    batch.records()
                 if read_committed and batch.producer_id in aborted_producers:
                     if any(r.control_type is ControlType.ABORT for r in batch):
                         aborted_producers.discard(batch.producer_id)
@@ -42,6 +48,8 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
                     continue
             elif (read_committed and batch.attributes & ATTR_TRANSACTIONAL
                   and batch.producer_id in aborted_producers):
+                if validate_crc:
+                    batch.ensure_valid()
                 continue
             yield entry
         elif type(entry) is LegacyRun:

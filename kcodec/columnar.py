@@ -83,32 +83,37 @@ def _want(columns: Iterable[str]) -> int:
 def select_batches(entries: Iterable[Entry], *, include_control: bool = False,
                    aborted_transactions: Sequence[tuple[int, int]] | None = None,
                    offsets: tuple[int, int] = (INT64_MIN, INT64_MAX),
-                   timestamps: tuple[int, int] = (INT64_MIN, INT64_MAX)) -> Iterator[Entry]: ...
+                   timestamps: tuple[int, int] = (INT64_MIN, INT64_MAX),
+                   validate_crc: bool = False) -> Iterator[Entry]: ...
 
 
 @overload
 def select_batches(entries: Iterable[Framed], *, include_control: bool = False,
                    aborted_transactions: Sequence[tuple[int, int]] | None = None,
                    offsets: tuple[int, int] = (INT64_MIN, INT64_MAX),
-                   timestamps: tuple[int, int] = (INT64_MIN, INT64_MAX)) -> Iterator[Framed]: ...
+                   timestamps: tuple[int, int] = (INT64_MIN, INT64_MAX),
+                   validate_crc: bool = False) -> Iterator[Framed]: ...
 
 
 def select_batches(entries: Iterable[Framed], *, include_control: bool = False,
                    aborted_transactions: Sequence[tuple[int, int]] | None = None,
                    offsets: tuple[int, int] = (INT64_MIN, INT64_MAX),
-                   timestamps: tuple[int, int] = (INT64_MIN, INT64_MAX)) -> Iterator[Framed]:
+                   timestamps: tuple[int, int] = (INT64_MIN, INT64_MAX),
+                   validate_crc: bool = False) -> Iterator[Framed]:
     """The batches a consumer would read records from, as Kafka's fetcher picks them.
 
     ``aborted_transactions`` is a fetch response's list of ``(producer_id, first_offset)``:
     given it, transactional batches of aborted transactions are skipped (read_committed).
     Batches wholly outside ``offsets`` ([lo, hi)) or ``timestamps`` are skipped too.
-    A LegacyRun (a stretch of plain legacy messages) passes: its messages are filtered
-    one by one as they are decoded. Anything but what ``read_batches`` yields raises
-    TypeError.
+    ``validate_crc`` checks the CRC of every control batch and of every aborted batch
+    skipped, which a consumer receives and checks too (for entries framed without CRC
+    checks, whose selected batches are checked when decoded). A LegacyRun (a stretch of
+    plain legacy messages) passes: its messages are filtered one by one as they are
+    decoded. Anything but what ``read_batches`` yields raises TypeError.
     """
     lo, hi = max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX)
     return select_entries(entries, include_control, aborted_transactions, lo, hi,
-                          max(timestamps[0], INT64_MIN))
+                          max(timestamps[0], INT64_MIN), validate_crc)
 
 
 def _decode_groups(groups: Sequence[Sequence[Framed]], want: int, threads: int,
@@ -137,23 +142,16 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
                                "max_decompressed_size": max_decompressed_size,
                                "validate_crc": validate_crc}
 
-    def select(framed: Iterable[Framed]) -> list[Framed]:
-        return list(select_batches(framed, include_control=include_control,
-                                   aborted_transactions=aborted_transactions,
-                                   offsets=offsets, timestamps=timestamps))
+    entries: list[Framed] = []
     try:
-        entries = select(reader)
+        entries.extend(select_batches(reader, include_control=include_control,
+                                      aborted_transactions=aborted_transactions,
+                                      offsets=offsets, timestamps=timestamps,
+                                      validate_crc=validate_crc))
     except KcodecError:
-        # input that cannot be framed past some point: the entries before it fail first, as
-        # read_batches yields them (framed again: the selection may have held some back)
-        framed: list[Framed] = []
-        try:
-            framed.extend(read_entries_for_columns(data, strict=strict,
-                                                   max_decompressed_size=max_decompressed_size,
-                                                   allow_magic3=allow_magic3))
-        except KcodecError:
-            pass
-        decode_chunk(select(framed), want, **options)
+        # input that cannot be framed past some point, or a damaged batch left out: the
+        # entries selected before it fail first, as read_batches yields them
+        decode_chunk(entries, want, **options)
         raise
     return entries, names, want, options
 

@@ -210,6 +210,49 @@ def test_select_batches_as_a_consumer_reads() -> None:
         list(kcodec.columnar.select_batches([b"not a batch"]))  # type: ignore[list-item]
 
 
+def test_batches_left_out_are_checked_as_a_consumer_checks_them() -> None:
+    """Control batches and aborted transactional batches are left out, but a consumer
+    receives them and checks their CRCs: so does the decoder (the row reader's error, for
+    the first bad batch). A batch outside the offset range is not read at all. Control
+    records asked for are checked as the row reader checks them."""
+    log = transactional_log()
+    position = {b.base_offset: b.position for b in kcodec.read_batches(log)}
+
+    def damaged(*bases: int) -> bytes:
+        out = bytearray(log)
+        for base in bases:
+            out[position[base] + 40] ^= 1   # in the batch's max timestamp, under its CRC
+        return bytes(out)
+
+    def fails_as_rows(data: bytes, at: int, **options: Any) -> None:
+        with pytest.raises(kcodec.errors.ChecksumError) as ordinary:
+            list(kcodec.read_batches(data))
+        assert ordinary.value.position == at
+        for threads in (1, 2):
+            for decode in (kcodec.decode_columns, kcodec.decode_arrow):
+                with pytest.raises(kcodec.errors.ChecksumError) as caught:
+                    decode(data, threads=threads, **options)
+                assert str(caught.value) == str(ordinary.value)
+    fails_as_rows(damaged(2), position[2], aborted_transactions=[(2, 2)])
+    fails_as_rows(damaged(4), position[4])
+    fails_as_rows(damaged(5), position[5], aborted_transactions=[(2, 2)])
+    fails_as_rows(damaged(0, 4), 0)
+    unchecked = kcodec.decode_columns(damaged(2, 4, 5), aborted_transactions=[(2, 2)],
+                                      validate_crc=False)
+    assert unchecked["count"] == 3
+    assert kcodec.decode_columns(damaged(0, 2), offsets=(6, 7))["count"] == 1
+    bad_marker = bytearray(log)
+    bad_marker[position[4] + 66] = 0xFF   # its control key's version, negative
+    bad_marker[position[4] + 17:position[4] + 21] = kcodec.crc32c(
+        bytes(bad_marker[position[4] + 21:position[5]])).to_bytes(4, "big")
+    with pytest.raises(kcodec.errors.InvalidRecordError) as ordinary:
+        [r for b in kcodec.read_batches(bytes(bad_marker)) for r in b]
+    with pytest.raises(kcodec.errors.InvalidRecordError) as caught:
+        kcodec.decode_columns(bytes(bad_marker), include_control=True)
+    assert str(caught.value) == str(ordinary.value)
+    assert kcodec.decode_columns(bytes(bad_marker))["count"] == 5
+
+
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
 def test_views_of_small_compressed_batches_share_an_arena(codec: str) -> None:
     """The decompressed records of small batches share buffers (a buffer each cost more
