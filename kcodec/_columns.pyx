@@ -1377,6 +1377,27 @@ cdef enum:
     WRAPPER_RECORDS_PER_BYTE = 40
 
 
+cdef Py_ssize_t _records_of(object entry, int64_t *last, bint known, int64_t previous):
+    """The records of one entry, as _entry_records counts them (0: a wrapper whose offsets
+    say nothing); ``last`` is set to its last offset, ``previous`` is the entry before's
+    (``known``: there is one)."""
+    cdef const LegacyMessage *m
+    if type(entry) is RecordBatch:
+        last[0] = last_offset_of(<RecordBatch>entry)
+        return max(<Py_ssize_t>(<RecordBatch>entry).record_count, 1)
+    if type(entry) is LegacyRun:
+        last[0] = (<LegacyRun>entry).messages[(<LegacyRun>entry).n - 1].offset
+        return (<LegacyRun>entry).n
+    m = shallow_message(entry)
+    last[0] = m.offset
+    if not m.attributes & ATTR_CODEC:
+        return 1   # a plain message
+    if known and last[0] > previous:
+        return <Py_ssize_t>min(<uint64_t>last[0] - <uint64_t>previous,
+                               <uint64_t>m.size * WRAPPER_RECORDS_PER_BYTE)
+    return 0
+
+
 cdef Py_ssize_t[::1] _entry_records(list entries):
     """The records of each entry: a batch's count (at least 1), a run's or a plain
     message's, and for a legacy wrapper (whose count is known once it is decompressed) the
@@ -1385,36 +1406,55 @@ cdef Py_ssize_t[::1] _entry_records(list entries):
     in a produce request) count as the others do on average, or as 1 record."""
     cdef Py_ssize_t n = len(entries), i, guessed = 0, guessed_records = 0
     cdef Py_ssize_t[::1] records = numpy.ones(n, dtype=numpy.intp)
-    cdef int64_t last, previous = 0
-    cdef bint known = False, unknown = False
-    cdef const LegacyMessage *m
+    cdef int64_t last = 0, previous = 0
+    cdef bint unknown = False
     for i in range(n):
         entry = entries[i]
-        if type(entry) is RecordBatch:
-            records[i] = max(<Py_ssize_t>(<RecordBatch>entry).record_count, 1)
-            last = last_offset_of(<RecordBatch>entry)
-        elif type(entry) is LegacyRun:
-            records[i] = (<LegacyRun>entry).n
-            last = (<LegacyRun>entry).messages[(<LegacyRun>entry).n - 1].offset
-        else:
-            m = shallow_message(entry)
-            last = m.offset
-            if not m.attributes & ATTR_CODEC:
-                pass   # a plain message: 1
-            elif known and last > previous:
-                records[i] = <Py_ssize_t>min(<uint64_t>last - <uint64_t>previous,
-                                             <uint64_t>m.size * WRAPPER_RECORDS_PER_BYTE)
-                guessed += 1
-                guessed_records += records[i]
-            else:
-                records[i] = 0   # filled in below
-                unknown = True
-        previous, known = last, True
+        records[i] = _records_of(entry, &last, i > 0, previous)
+        if records[i] == 0:
+            unknown = True
+        elif type(entry) is not RecordBatch and type(entry) is not LegacyRun and (
+                shallow_message(entry).attributes & ATTR_CODEC):
+            guessed += 1
+            guessed_records += records[i]
+        previous = last
     if unknown:
         for i in range(n):
             if records[i] == 0:
                 records[i] = max(guessed_records // guessed, 1) if guessed else 1
     return records
+
+
+def entry_windows(entries, Py_ssize_t records):
+    """``entries`` (an iterable) in consecutive lists of ``records`` records each as
+    _entry_records counts them (the last entry may pass it), read as they are needed: a
+    stream's memory is bounded by its window, not its input. Should ``entries`` raise a
+    KcodecError, the entries read before it come first, as a last window."""
+    cdef list window = []
+    cdef Py_ssize_t load = 0, unknown = 0, weight, guessed = 0, guessed_records = 0
+    cdef int64_t last = 0, previous = 0
+    cdef bint known = False
+    try:
+        for entry in entries:
+            weight = _records_of(entry, &last, known, previous)
+            if weight == 0:   # a wrapper whose offsets say nothing: as the others on average
+                unknown += 1
+            elif type(entry) is not RecordBatch and type(entry) is not LegacyRun and (
+                    shallow_message(entry).attributes & ATTR_CODEC):
+                guessed += 1
+                guessed_records += weight
+            previous, known = last, True
+            window.append(entry)
+            load += weight
+            if load + unknown * (max(guessed_records // guessed, 1) if guessed else 1) >= records:
+                yield window
+                window, load, unknown = [], 0, 0
+    except KcodecError:
+        if window:
+            yield window
+        raise
+    if window:
+        yield window
 
 
 def entry_records(list entries):

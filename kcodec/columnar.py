@@ -28,6 +28,7 @@ from kcodec._columns import (
     decode_chunk,
     decode_first_part,
     entry_totals,
+    entry_windows,
     gather_views,
     join_parts,
     pooled_empty,
@@ -129,7 +130,9 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
              timestamps: tuple[int, int] | None, include_control: bool,
              aborted_transactions: Sequence[tuple[int, int]] | None, validate_crc: bool,
              strict: bool, max_decompressed_size: int | None, allow_magic3: bool = False
-             ) -> tuple[list[Framed], list[str], int, dict[str, Any]]:
+             ) -> tuple[Iterator[Framed], list[str], int, dict[str, Any]]:
+    """The entries to decode, as they are framed and selected, the column names, their
+    groups and the options of decode_chunk."""
     names = column_names(columns, include_headers, metadata)
     want = _want(names)
     offsets = offsets or (INT64_MIN, INT64_MAX)
@@ -141,18 +144,9 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
     options: dict[str, Any] = {"strict": strict, "offsets": offsets, "timestamps": timestamps,
                                "max_decompressed_size": max_decompressed_size,
                                "validate_crc": validate_crc}
-
-    entries: list[Framed] = []
-    try:
-        entries.extend(select_batches(reader, include_control=include_control,
-                                      aborted_transactions=aborted_transactions,
-                                      offsets=offsets, timestamps=timestamps,
-                                      validate_crc=validate_crc))
-    except KcodecError:
-        # input that cannot be framed past some point, or a damaged batch left out: the
-        # entries selected before it fail first, as read_batches yields them
-        decode_chunk(entries, want, **options)
-        raise
+    entries = select_batches(reader, include_control=include_control,
+                             aborted_transactions=aborted_transactions, offsets=offsets,
+                             timestamps=timestamps, validate_crc=validate_crc)
     return entries, names, want, options
 
 
@@ -175,10 +169,18 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
     without copying values (and of headers-first magic-3 batches, read with
     ``allow_magic3``, without decompressing them).
     """
-    entries, _, want, options = _prepare(data, columns, include_headers, metadata, offsets,
-                                         timestamps, include_control, aborted_transactions,
-                                         validate_crc, strict, max_decompressed_size,
-                                         allow_magic3)
+    selected, _, want, options = _prepare(data, columns, include_headers, metadata, offsets,
+                                          timestamps, include_control, aborted_transactions,
+                                          validate_crc, strict, max_decompressed_size,
+                                          allow_magic3)
+    entries: list[Framed] = []
+    try:
+        entries.extend(selected)
+    except KcodecError:
+        # input that cannot be framed past some point, or a damaged batch left out: the
+        # entries selected before it fail first, as read_batches yields them
+        decode_chunk(entries, want, **options)
+        raise
     groups = split_entries(entries, threads) or [[]]
     if len(groups) == 1:
         return decode_chunk(groups[0], want, **options)
@@ -295,10 +297,10 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
     where they are: in ``data`` (which the arrays then keep alive) and in each compressed
     batch's decompressed records (kept, framing included, as long as the arrays live).
     """
-    entries, names, want, options = _prepare(data, columns, include_headers, metadata,
-                                             offsets, timestamps, include_control,
-                                             aborted_transactions, validate_crc, strict,
-                                             max_decompressed_size, allow_magic3)
+    selected, names, want, options = _prepare(data, columns, include_headers, metadata,
+                                              offsets, timestamps, include_control,
+                                              aborted_transactions, validate_crc, strict,
+                                              max_decompressed_size, allow_magic3)
     if binary_view:
         import pyarrow as pa
         if not hasattr(pa, "binary_view"):
@@ -306,12 +308,17 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
                               f"not {pa.__version__}")
     options["views"] = binary_view
     options["arrow"] = True
-    chunks = split_entries(entries, threads, chunk_records=max(chunk_records, 1))
-    for start in range(0, len(chunks), max(threads, 1)):
-        # the Arrow arrays are assembled by the decoding threads too
-        yield from _decode_groups(chunks[start:start + max(threads, 1)], want, threads,
-                                  options, lambda chunk: record_batch(chunk, names, topic,
-                                                                      partition))
+    chunk_records, threads = max(chunk_records, 1), max(threads, 1)
+    # entries are framed a window at a time (a chunk for each thread), so memory is bounded
+    # by the window however long the input; an error met framing or selecting is raised
+    # after the entries before it are decoded
+    for window in entry_windows(selected, chunk_records * threads):
+        chunks = split_entries(window, threads)
+        for start in range(0, len(chunks), threads):
+            # the Arrow arrays are assembled by the decoding threads too
+            yield from _decode_groups(chunks[start:start + threads], want, threads, options,
+                                      lambda chunk: record_batch(chunk, names, topic,
+                                                                 partition))
 
 
 def decode_arrow(data: Any, **options: Any) -> pyarrow.Table:

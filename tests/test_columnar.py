@@ -538,6 +538,29 @@ def test_legacy_wrappers_weigh_what_their_offsets_say(magic: int) -> None:
     assert [len(c) for c in kcodec.iter_arrow(repeated, chunk_records=2)] == [60, 30]
 
 
+def test_iter_arrow_frames_its_input_as_it_goes() -> None:
+    """A stream frames a window of batches at a time (a chunk's for each thread), so what
+    precedes input that cannot be framed arrives before the error, as read_batches yields
+    it. A window ends with the entry that fills it."""
+    from kcodec._columns import entry_windows
+    log = b"".join(_batch_of(base, 10, 20) for base in range(0, 500, 10))
+    unframable = (500).to_bytes(8, "big") + (5).to_bytes(4, "big") + b"\0" * 5
+    for threads in (1, 2):
+        stream = kcodec.iter_arrow(log + unframable, chunk_records=100, threads=threads)
+        chunks = []
+        with pytest.raises(kcodec.errors.CorruptRecordError) as caught:
+            for chunk in stream:
+                chunks.append(chunk.num_rows)
+        # (the last window is shared among the threads too)
+        assert chunks == [100] * 4 + ([100] if threads == 1 else [50, 50])
+        assert caught.value.position == len(log)
+    big = _batch_of(500, 250, 20)
+    assert [len(c) for c in kcodec.iter_arrow(log[:len(log) // 2] + big, chunk_records=100)
+            ] == [100, 100, 300]
+    batches = list(kcodec.read_batches(log))
+    assert [len(w) for w in entry_windows(iter(batches), 25)] == [3] * 16 + [2]
+
+
 def test_arrow_schema_is_sparks() -> None:
     import pyarrow as pa
     table = kcodec.decode_arrow(VECTORS["v2_one"], topic="events", partition=4,
