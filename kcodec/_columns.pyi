@@ -1,7 +1,5 @@
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypeVar, final
-
-_E = TypeVar("_E")
+from collections.abc import Sequence
+from typing import Any, final
 
 COLUMN_GROUPS: dict[str, int]
 
@@ -36,10 +34,6 @@ def decode_first_part(
     max_decompressed_size: int | None = None,
     validate_crc: bool = False,
 ) -> _Chunk: ...
-def entry_records(entries: list[Any]) -> Any: ...
-def split_entries(entries: list[Any], parts: int, chunk_records: int = 0) -> list[list[Any]]: ...
-def entry_windows(entries: Iterable[_E], records: int) -> Iterator[list[_E]]: ...
-def entry_totals(entries: list[Any]) -> tuple[int, int, int]: ...
 def views_length(views: Any) -> int: ...
 def gather_views(
     columns: list[tuple[Any, Any, Any, Any, int]], sources: list[tuple[int, int, Any]], n: int

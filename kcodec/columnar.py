@@ -27,15 +27,13 @@ from kcodec._columns import (
     COLUMN_GROUPS,
     decode_chunk,
     decode_first_part,
-    entry_totals,
-    entry_windows,
     gather_views,
     join_parts,
     pooled_empty,
     release_spare_buffers,
-    split_entries,
     views_length,
 )
+from kcodec._groups import entry_groups, entry_totals, entry_windows
 from kcodec._legacy import LegacyBatch, LegacyRun
 from kcodec._select import select_entries
 from kcodec._workers import run_all
@@ -181,7 +179,7 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
         # entries selected before it fail first, as read_batches yields them
         decode_chunk(entries, want, **options)
         raise
-    groups = split_entries(entries, threads) or [[]]
+    groups = entry_groups(entries, threads) or [[]]
     if len(groups) == 1:
         return decode_chunk(groups[0], want, **options)
     if _join_in_place(entries):
@@ -313,7 +311,7 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
     # by the window however long the input; an error met framing or selecting is raised
     # after the entries before it are decoded
     for window in entry_windows(selected, chunk_records * threads):
-        chunks = split_entries(window, threads)
+        chunks = entry_groups(window, threads)
         for start in range(0, len(chunks), threads):
             # the Arrow arrays are assembled by the decoding threads too
             yield from _decode_groups(chunks[start:start + threads], want, threads, options,

@@ -527,12 +527,12 @@ def test_legacy_wrappers_weigh_what_their_offsets_say(magic: int) -> None:
     record's) past the entry before says how many it holds, so chunks stay about
     chunk_records long and threads get equal shares."""
     from kcodec._batch import read_entries_for_columns
-    from kcodec._columns import split_entries
+    from kcodec._groups import entry_groups
     log = mixed_log([(magic, "lz4")] * 20)   # 20 wrappers of 30 records
     chunks = [len(c) for c in kcodec.iter_arrow(log, chunk_records=100)]
     assert sum(chunks) == 600 and max(chunks) <= 100 + 30
     entries = list(read_entries_for_columns(log))
-    assert [len(group) for group in split_entries(entries, 2)] == [10, 10]
+    assert [len(group) for group in entry_groups(entries, 2)] == [10, 10]
     # offsets that do not grow say nothing (a wrapper repeated): one record each
     repeated = mixed_log([(magic, "gzip")]) * 3
     assert [len(c) for c in kcodec.iter_arrow(repeated, chunk_records=2)] == [60, 30]
@@ -542,7 +542,7 @@ def test_iter_arrow_frames_its_input_as_it_goes() -> None:
     """A stream frames a window of batches at a time (a chunk's for each thread), so what
     precedes input that cannot be framed arrives before the error, as read_batches yields
     it. A window ends with the entry that fills it."""
-    from kcodec._columns import entry_windows
+    from kcodec._groups import entry_windows
     log = b"".join(_batch_of(base, 10, 20) for base in range(0, 500, 10))
     unframable = (500).to_bytes(8, "big") + (5).to_bytes(4, "big") + b"\0" * 5
     for threads in (1, 2):

@@ -19,7 +19,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from kcodec._batch import read_entries_for_columns
-from kcodec._columns import entry_records
+from kcodec._groups import entry_records
 from kcodec._legacy import LegacyBatch
 from kcodec.columnar import decode_arrow, iter_arrow
 from kcodec.errors import KcodecError

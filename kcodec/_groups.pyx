@@ -1,0 +1,155 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""How the entries of a log are cut for decoding: into groups for threads and chunks of
+about equal record counts (``entry_groups``), into windows read as a stream needs them
+(``entry_windows``), and what share of their bytes binary views cannot point into
+(``entry_totals``). A legacy wrapper's record count is known only once it is decompressed,
+so it is estimated from the offsets it spans."""
+from libc.stdint cimport int64_t, uint64_t
+
+from kcodec._batch cimport RecordBatch, last_offset_of
+from kcodec._layout cimport ATTR_CODEC
+from kcodec._legacy cimport LegacyMessage, LegacyRun, shallow_message
+
+import numpy
+
+from kcodec.errors import KcodecError
+
+
+cdef enum:
+    # a legacy wrapper's records per byte at most, as its offsets suggest them: LZ4 and
+    # gzip cannot pack a message of 26 or more bytes into less than 1/40 of a byte
+    WRAPPER_RECORDS_PER_BYTE = 40
+
+
+cdef Py_ssize_t _records_of(object entry, int64_t *last, bint known, int64_t previous):
+    """The records of one entry, as _entry_records counts them (0: a wrapper whose offsets
+    say nothing); ``last`` is set to its last offset, ``previous`` is the entry before's
+    (``known``: there is one)."""
+    cdef const LegacyMessage *m
+    if type(entry) is RecordBatch:
+        last[0] = last_offset_of(<RecordBatch>entry)
+        return max(<Py_ssize_t>(<RecordBatch>entry).record_count, 1)
+    if type(entry) is LegacyRun:
+        last[0] = (<LegacyRun>entry).messages[(<LegacyRun>entry).n - 1].offset
+        return (<LegacyRun>entry).n
+    m = shallow_message(entry)
+    last[0] = m.offset
+    if not m.attributes & ATTR_CODEC:
+        return 1   # a plain message
+    if known and last[0] > previous:
+        return <Py_ssize_t>min(<uint64_t>last[0] - <uint64_t>previous,
+                               <uint64_t>m.size * WRAPPER_RECORDS_PER_BYTE)
+    return 0
+
+
+cdef Py_ssize_t[::1] _entry_records(list entries):
+    """The records of each entry: a batch's count (at least 1), a run's or a plain
+    message's, and for a legacy wrapper (whose count is known once it is decompressed) the
+    offsets it moves past the entry before it, a wrapper's offset being its last record's.
+    Wrappers whose offsets say nothing (the first entry, or offsets that do not grow, as
+    in a produce request) count as the others do on average, or as 1 record."""
+    cdef Py_ssize_t n = len(entries), i, guessed = 0, guessed_records = 0
+    cdef Py_ssize_t[::1] records = numpy.ones(n, dtype=numpy.intp)
+    cdef int64_t last = 0, previous = 0
+    cdef bint unknown = False
+    for i in range(n):
+        entry = entries[i]
+        records[i] = _records_of(entry, &last, i > 0, previous)
+        if records[i] == 0:
+            unknown = True
+        elif type(entry) is not RecordBatch and type(entry) is not LegacyRun and (
+                shallow_message(entry).attributes & ATTR_CODEC):
+            guessed += 1
+            guessed_records += records[i]
+        previous = last
+    if unknown:
+        for i in range(n):
+            if records[i] == 0:
+                records[i] = max(guessed_records // guessed, 1) if guessed else 1
+    return records
+
+
+def entry_windows(entries, Py_ssize_t records):
+    """``entries`` (an iterable) in consecutive lists of ``records`` records each as
+    _entry_records counts them (the last entry may pass it), read as they are needed: a
+    stream's memory is bounded by its window, not its input. Should ``entries`` raise a
+    KcodecError, the entries read before it come first, as a last window."""
+    cdef list window = []
+    cdef Py_ssize_t load = 0, unknown = 0, weight, guessed = 0, guessed_records = 0
+    cdef int64_t last = 0, previous = 0
+    cdef bint known = False
+    try:
+        for entry in entries:
+            weight = _records_of(entry, &last, known, previous)
+            if weight == 0:   # a wrapper whose offsets say nothing: as the others on average
+                unknown += 1
+            elif type(entry) is not RecordBatch and type(entry) is not LegacyRun and (
+                    shallow_message(entry).attributes & ATTR_CODEC):
+                guessed += 1
+                guessed_records += weight
+            previous, known = last, True
+            window.append(entry)
+            load += weight
+            if load + unknown * (max(guessed_records // guessed, 1) if guessed else 1) >= records:
+                yield window
+                window, load, unknown = [], 0, 0
+    except KcodecError:
+        if window:
+            yield window
+        raise
+    if window:
+        yield window
+
+
+def entry_records(list entries):
+    """The records of each entry, as _entry_records estimates them (a numpy array)."""
+    return numpy.asarray(_entry_records(entries))
+
+
+def entry_groups(list entries, Py_ssize_t parts, Py_ssize_t chunk_records=0):
+    """Contiguous groups of ``entries`` (at most ``parts``, or with ``chunk_records`` as
+    many more as make groups of about that many records) of about equal record counts (a
+    legacy wrapper's as its offsets suggest, see _entry_records)."""
+    cdef Py_ssize_t n = len(entries), i, total = 0, load = 0
+    if n == 0 or (parts <= 1 and chunk_records <= 0):
+        return [list(entries)] if n else []
+    cdef Py_ssize_t[::1] weights = _entry_records(entries)
+    for i in range(n):
+        total += weights[i]
+    if chunk_records > 0:
+        parts = max(parts, (total + chunk_records - 1) // chunk_records)
+    if parts <= 1:
+        return [list(entries)]
+    cdef double target = <double>total / parts
+    groups = [[]]
+    for i in range(n):
+        if load >= target and len(groups) < parts:
+            groups.append([])
+            load = 0
+        groups[len(groups) - 1].append(entries[i])
+        load += weights[i]
+    return groups
+
+
+def entry_totals(list entries):
+    """(bytes of copied entries, bytes of all entries, records of the other entries) of
+    ``entries``. Copied entries are those whose values binary views cannot point into:
+    compressed batches, and legacy entries (their values are copied even as views)."""
+    cdef Py_ssize_t copied = 0, total = 0, plain_records = 0, size
+    cdef RecordBatch batch
+    for entry in entries:
+        if type(entry) is RecordBatch:
+            batch = <RecordBatch>entry
+            size = batch.size
+            if batch.attributes & ATTR_CODEC == 0:
+                plain_records += max(<Py_ssize_t>batch.record_count, 0)
+            else:
+                copied += size
+        elif type(entry) is LegacyRun:
+            size = (<LegacyRun>entry).size
+            copied += size
+        else:
+            size = shallow_message(entry).size
+            copied += size
+        total += size
+    return copied, total, plain_records
