@@ -123,6 +123,12 @@ def _decode_groups(groups: Sequence[Sequence[Framed]], want: int, threads: int,
     return run_all(work, groups, threads)
 
 
+def _at_least_one(**counts: int) -> None:
+    for name, count in counts.items():
+        if count < 1:
+            raise ValueError(f"{name} must be 1 or more, not {count}")
+
+
 def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
              metadata: bool, offsets: tuple[int, int] | None,
              timestamps: tuple[int, int] | None, include_control: bool,
@@ -167,6 +173,7 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
     without copying values (and of headers-first magic-3 batches, read with
     ``allow_magic3``, without decompressing them).
     """
+    _at_least_one(threads=threads)
     selected, _, want, options = _prepare(data, columns, include_headers, metadata, offsets,
                                           timestamps, include_control, aborted_transactions,
                                           validate_crc, strict, max_decompressed_size,
@@ -295,6 +302,7 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
     where they are: in ``data`` (which the arrays then keep alive) and in each compressed
     batch's decompressed records (kept, framing included, as long as the arrays live).
     """
+    _at_least_one(threads=threads, chunk_records=chunk_records)
     selected, names, want, options = _prepare(data, columns, include_headers, metadata,
                                               offsets, timestamps, include_control,
                                               aborted_transactions, validate_crc, strict,
@@ -306,7 +314,6 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
                               f"not {pa.__version__}")
     options["views"] = binary_view
     options["arrow"] = True
-    chunk_records, threads = max(chunk_records, 1), max(threads, 1)
     # entries are framed a window at a time (a chunk for each thread), so memory is bounded
     # by the window however long the input; an error met framing or selecting is raised
     # after the entries before it are decoded

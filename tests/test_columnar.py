@@ -561,6 +561,17 @@ def test_iter_arrow_frames_its_input_as_it_goes() -> None:
     assert [len(w) for w in entry_windows(iter(batches), 25)] == [3] * 16 + [2]
 
 
+def test_thread_and_chunk_counts_below_one_are_refused() -> None:
+    log = _batch_of(0, 5, 10)
+    for bad in (0, -2):
+        with pytest.raises(ValueError, match="threads must be 1 or more"):
+            kcodec.decode_columns(log, threads=bad)
+        with pytest.raises(ValueError, match="threads must be 1 or more"):
+            kcodec.decode_arrow(log, threads=bad)
+        with pytest.raises(ValueError, match="chunk_records must be 1 or more"):
+            next(kcodec.iter_arrow(log, chunk_records=bad))
+
+
 def test_arrow_schema_is_sparks() -> None:
     import pyarrow as pa
     table = kcodec.decode_arrow(VECTORS["v2_one"], topic="events", partition=4,
