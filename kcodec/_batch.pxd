@@ -53,7 +53,39 @@ cdef class RecordIterator:
     cdef Record _next(self)
 
 
-cdef inline int64_t add64(int64_t a, int64_t b) noexcept:
+# One plain batch of a BatchRun: what selecting and weighing it reads, and where it lies
+# (its other fields are read from its bytes when it is decoded).
+cdef struct PlainBatch:
+    Py_ssize_t position
+    Py_ssize_t size
+    int64_t base_offset
+    int64_t last_offset
+    int64_t max_timestamp
+    int32_t record_count
+    int attributes
+
+
+# Consecutive plain magic-2 batches (uncompressed, neither control nor transactional,
+# with a record count of 0 or more), framed into one array without a Python object each:
+# what most of a log of small batches is (frame_batch_run).
+@cython.final
+@cython.no_gc   # holds its input, which holds no runs
+cdef class BatchRun:
+    cdef InputBuffer buf
+    cdef PlainBatch *batches
+    cdef Py_ssize_t n, cap
+    cdef readonly Py_ssize_t size     # the bytes of its batches
+    cdef readonly Py_ssize_t records  # their records
+    cdef bint _strict
+    cdef Py_ssize_t _max_decompressed_size
+    cdef RecordBatch batch_at(self, const uint8_t *start)
+
+
+cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_records,
+                              bint strict, Py_ssize_t max_decompressed_size)
+
+
+cdef inline int64_t add64(int64_t a, int64_t b) noexcept nogil:
     """a + b, wrapping as Java's long arithmetic does."""
     return <int64_t>(<uint64_t>a + <uint64_t>b)
 

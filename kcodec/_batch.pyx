@@ -18,6 +18,7 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t
+from libc.stdlib cimport free, realloc
 
 from kcodec._crc32c cimport crc32c_update
 from kcodec._legacy cimport LegacyRun, frame_plain_run, make_legacy_batch
@@ -429,6 +430,109 @@ cdef int _parse_v3_fields(RecordBatch b, const uint8_t *p, const uint8_t *end,
 
 
 @cython.final
+@cython.no_gc
+cdef class BatchRun:
+    """Consecutive plain v2 batches, framed into one array (see _batch.pxd); the columnar
+    decoder reads them without a RecordBatch each."""
+
+    def __dealloc__(self):
+        free(self.batches)
+
+    def __init__(self):
+        raise TypeError("BatchRun objects come from kcodec's columnar framing")
+
+    def __len__(self):
+        return self.n
+
+    @property
+    def position(self):
+        """Where its first batch starts in the input."""
+        return self.batches[0].position
+
+    @property
+    def base_offset(self):
+        """Its first batch's base offset."""
+        return self.batches[0].base_offset
+
+    @property
+    def last_offset(self):
+        """Its last batch's last offset."""
+        return self.batches[self.n - 1].last_offset
+
+    def __getitem__(self, Py_ssize_t i):
+        """Its ``i``-th batch, as read_batches reads it."""
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        return self.batch_at(self.buf.data + self.batches[i].position)
+
+    cdef RecordBatch batch_at(self, const uint8_t *start):
+        """Its batch that starts at ``start``."""
+        return _parse_batch(self.buf, start - self.buf.data,
+                            <int32_t>kc_get_be32(start + OFF_LENGTH) + LOG_OVERHEAD,
+                            self._strict, self._max_decompressed_size)
+
+
+cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_records,
+                              bint strict, Py_ssize_t max_decompressed_size):
+    """The plain v2 batches from ``position`` on, up to ``max_records`` records (a batch
+    counting at least 1; the first is taken whatever its count), framed as read_batches
+    frames them; None when the batch there is no such batch (or one read_batches stops at
+    or rejects, left for it to read)."""
+    cdef BatchRun run = BatchRun.__new__(BatchRun)
+    cdef Py_ssize_t pos = position, remaining, size, weight
+    cdef const uint8_t *p
+    cdef PlainBatch *b
+    cdef PlainBatch *grown
+    cdef int32_t size_field, count
+    cdef int attributes
+    cdef bint no_memory = False
+    with nogil:
+        while True:
+            p = buf.data + pos
+            remaining = buf.size - pos
+            if remaining < HEADER_SIZE or p[OFF_MAGIC] != 2:
+                break
+            size_field = <int32_t>kc_get_be32(p + OFF_LENGTH)
+            size = <Py_ssize_t>size_field + LOG_OVERHEAD
+            if size_field < HEADER_SIZE - LOG_OVERHEAD or remaining < size:
+                break
+            attributes = kc_get_be16(p + OFF_ATTRIBUTES)
+            count = <int32_t>kc_get_be32(p + OFF_RECORD_COUNT)
+            if attributes & (ATTR_CODEC | ATTR_CONTROL | ATTR_TRANSACTIONAL) or count < 0:
+                break
+            weight = max(<Py_ssize_t>count, 1)
+            if run.n and run.records + weight > max_records:
+                break
+            if run.n == run.cap:
+                run.cap = max(run.cap * 2, 16)
+                grown = <PlainBatch *>realloc(run.batches, run.cap * sizeof(PlainBatch))
+                if grown == NULL:
+                    no_memory = True
+                    break
+                run.batches = grown
+            b = &run.batches[run.n]
+            b.position = pos
+            b.size = size
+            b.base_offset = <int64_t>kc_get_be64(p + OFF_BASE_OFFSET)
+            b.last_offset = add64(b.base_offset, <int32_t>kc_get_be32(p + OFF_LAST_OFFSET_DELTA))
+            b.max_timestamp = <int64_t>kc_get_be64(p + OFF_MAX_TIMESTAMP)
+            b.record_count = count
+            b.attributes = attributes
+            run.n += 1
+            run.records += weight
+            run.size += size
+            pos += size
+    if no_memory:
+        raise MemoryError()
+    if run.n == 0:
+        return None
+    run.buf = buf
+    run._strict = strict
+    run._max_decompressed_size = max_decompressed_size
+    return run
+
+
+@cython.final
 cdef class BatchReader:
     """Iterates the batches of a buffer (returned by :func:`read_batches`).
 
@@ -444,6 +548,8 @@ cdef class BatchReader:
     cdef Py_ssize_t _max_decompressed_size
     cdef bint _allow_magic3
     cdef bint _plain_runs   # stretches of plain legacy messages as LegacyRun objects
+    cdef Py_ssize_t _run_records   # and of plain v2 batches as BatchRun objects of at most
+                                   # this many records (0: none)
     cdef readonly Py_ssize_t trailing_bytes
 
     def __iter__(self):
@@ -478,6 +584,14 @@ cdef class BatchReader:
         if remaining < size:
             raise StopIteration
         cdef LegacyRun run
+        cdef BatchRun batches
+        if magic == 2 and self._run_records:
+            batches = frame_batch_run(self._buf, position, self._run_records, self._strict,
+                                      self._max_decompressed_size)
+            if batches is not None:
+                self._pos += batches.size
+                self.trailing_bytes = self._buf.size - self._pos
+                return batches
         if magic < 2 and self._plain_runs:
             run = frame_plain_run(self._buf, position, self._max_batch_size)
             if run is not None:
@@ -525,11 +639,14 @@ def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_s
 
 
 def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=None,
-                             bint allow_magic3=False):
+                             bint allow_magic3=False, Py_ssize_t run_records=1024):
     """read_batches without CRC checks (the columnar decoder checks them), but with each
     stretch of plain legacy messages as one LegacyRun (up to 1024 messages, parsed into an
-    array) instead of a LegacyBatch each: framing them costs no Python object a message."""
+    array) instead of a LegacyBatch each, and each stretch of plain v2 batches as one
+    BatchRun (up to ``run_records`` records; 0: none): framing them costs no Python object
+    a message or a batch."""
     reader = read_batches(data, validate_crc=False, strict=strict,
                           max_decompressed_size=max_decompressed_size, allow_magic3=allow_magic3)
     (<BatchReader>reader)._plain_runs = True
+    (<BatchReader>reader)._run_records = max(run_records, 0)
     return reader

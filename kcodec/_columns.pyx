@@ -7,8 +7,8 @@ v2 record region with the GIL released, so several threads can decode at once.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport (INT32_MAX, INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint32_t,
-                          uint64_t)
+from libc.stdint cimport (INT32_MAX, INT64_MAX, INT64_MIN, int16_t, int32_t, int64_t, uint8_t,
+                          uint32_t, uint64_t)
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
@@ -20,14 +20,16 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_decode_records, kc_decode_whole_records,
                              kc_copy_out, kc_decompressed_size_range, kc_gather,
-                             kc_gather_views, kc_rebase_views)
-from kcodec._batch cimport RecordBatch, last_offset_of
+                             kc_gather_views, kc_get_be16, kc_get_be32, kc_get_be64,
+                             kc_rebase_views)
+from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL)
 from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc, crc_matches,
                              inner_without_gil, next_inner, open_inner, raise_crc_mismatch,
                              shallow_message)
 from kcodec._crc32c cimport crc32c_update
+from kcodec._record cimport InputBuffer
 from kcodec._scratch cimport (Scratch, ScratchBuffer, scratch_give_back, scratch_release_spares,
                              scratch_resize, scratch_take)
 from kcodec._frames cimport (FRAME_DONE, NOGIL_FROM, BlockHook, bytes_with_hook,
@@ -349,22 +351,25 @@ cdef class _Chunk:
         kc_columns_free(&self.c)
 
 
-cdef int _fill_info(kc_batch_info *info, RecordBatch batch, bint strict,
-                    const kc_batch_info *ranges) except -1:
-    """info for ``batch``, with the offset and timestamp ranges of ``ranges``."""
-    info.base_offset = batch.base_offset
-    info.base_timestamp = batch.base_timestamp
-    info.max_timestamp = batch.max_timestamp
-    info.producer_id = batch.producer_id
-    info.base_sequence = batch.base_sequence
-    info.producer_epoch = batch.producer_epoch
-    info.magic = batch.magic
-    info.has_attributes = not (batch.magic == 3 and batch.attributes & ATTR_NO_RECORD_ATTRIBUTES)
+cdef void _set_info(kc_batch_info *info, int64_t base_offset, int64_t base_timestamp,
+                    int64_t max_timestamp, int64_t producer_id, int32_t base_sequence,
+                    int producer_epoch, int magic, int attributes, bint strict,
+                    const kc_batch_info *ranges) noexcept:
+    """info for a batch of these header fields, with the offset and timestamp ranges of
+    ``ranges``."""
+    info.base_offset = base_offset
+    info.base_timestamp = base_timestamp
+    info.max_timestamp = max_timestamp
+    info.producer_id = producer_id
+    info.base_sequence = base_sequence
+    info.producer_epoch = producer_epoch
+    info.magic = magic
+    info.has_attributes = not (magic == 3 and attributes & ATTR_NO_RECORD_ATTRIBUTES)
     info.meta_only = False
-    info.compression = batch.attributes & ATTR_CODEC
-    info.timestamp_type = batch.attributes >> 3 & 1
-    info.is_transactional = batch.attributes & ATTR_TRANSACTIONAL != 0
-    info.is_control = batch.attributes & ATTR_CONTROL != 0
+    info.compression = attributes & ATTR_CODEC
+    info.timestamp_type = attributes >> 3 & 1
+    info.is_transactional = attributes & ATTR_TRANSACTIONAL != 0
+    info.is_control = attributes & ATTR_CONTROL != 0
     info.strict = strict
     info.offset_lo, info.offset_hi = ranges.offset_lo, ranges.offset_hi
     info.timestamp_lo, info.timestamp_hi = ranges.timestamp_lo, ranges.timestamp_hi
@@ -373,6 +378,14 @@ cdef int _fill_info(kc_batch_info *info, RecordBatch batch, bint strict,
     info.prefetch = NULL
     info.prefetch_len = 0
     info.values_in_place = False
+
+
+cdef int _fill_info(kc_batch_info *info, RecordBatch batch, bint strict,
+                    const kc_batch_info *ranges) except -1:
+    """info for ``batch``, with the offset and timestamp ranges of ``ranges``."""
+    _set_info(info, batch.base_offset, batch.base_timestamp, batch.max_timestamp,
+              batch.producer_id, batch.base_sequence, batch.producer_epoch, batch.magic,
+              batch.attributes, strict, ranges)
     return 0
 
 
@@ -593,6 +606,44 @@ cdef int _queue_v2(_Run run, RecordBatch batch) except -1:
     run.batches.append(batch)
     run.keep.append(keep)
     run.n += 1
+    return 0
+
+
+cdef int _queue_plain_batches(_Run run, BatchRun batches) except -1:
+    """Queue the batches of ``batches`` (plain v2 batches) as _queue_v2 queues an
+    uncompressed batch, reading their fields from their bytes; those wholly outside the
+    ranges are left out unread, as select_entries leaves out a RecordBatch."""
+    cdef const PlainBatch *b
+    cdef const uint8_t *p
+    cdef _Task *task
+    cdef Py_ssize_t i
+    cdef InputBuffer buf = batches.buf
+    cdef _ViewSources sources = run.sources
+    for i in range(batches.n):
+        b = &batches.batches[i]
+        if b.last_offset < run.ranges.offset_lo or b.base_offset >= run.ranges.offset_hi:
+            continue
+        if (b.max_timestamp < run.ranges.timestamp_lo
+                and not b.attributes & ATTR_LOG_APPEND_TIME):
+            continue
+        p = buf.data + b.position
+        task = &run.tasks[run.n]
+        _set_info(&task.info, b.base_offset, <int64_t>kc_get_be64(p + 27), b.max_timestamp,
+                  <int64_t>kc_get_be64(p + 43), <int32_t>kc_get_be32(p + 53),
+                  <int16_t>kc_get_be16(p + 51), 2, b.attributes, run.strict, &run.ranges)
+        task.crc_from = p + 21 if run.validate_crc else NULL
+        task.crc_len = <size_t>(b.size - 21)
+        task.crc = kc_get_be32(p + 17)
+        task.start = p + 61
+        task.end = p + b.size
+        task.count = b.record_count
+        task.frame = False
+        task.wrapper = NULL
+        if sources is not None and b.record_count:
+            sources.place(task, buf, buf.obj)
+        run.batches.append(batches)   # (its batch is found by where the task's bytes lie)
+        run.keep.append(buf)
+        run.n += 1
     return 0
 
 
@@ -826,6 +877,9 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
         return 0
     failed += start
     batch = batches[failed]
+    task = &run.tasks[failed]
+    if type(batch) is BatchRun:
+        batch = (<BatchRun>batch).batch_at(task.start - 61)
     if status == CRC_MISMATCH:
         batch.ensure_valid()
     if status == KC_ERR_MEMORY:
@@ -835,7 +889,6 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
     # the row reader's verdict, in its words and at its position (should it read the batch
     # otherwise, this decoder's)
     batch.records()
-    task = &run.tasks[failed]
     where = batch.position if task.info.compression else batch.position + 61 + (err_at - task.start)
     raise InvalidRecordError(
         "Incorrect declared batch size, premature EOF reached" if status == KC_ERR_EOF
@@ -1479,7 +1532,9 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     # v2 batches decoded block by block (_by_block): of room_for, when given, as this
     # chunk's columns are then reserved for the whole join
     cdef Py_ssize_t by_block = 0
-    cdef Py_ssize_t section, count
+    cdef Py_ssize_t section, count, i
+    cdef Py_ssize_t tasks = len(entries)   # a run's batches counting one each
+    cdef const PlainBatch *plain
     cdef RecordBatch batch
     for entry in entries if room_for is None else room_for:
         if type(entry) is RecordBatch:
@@ -1499,6 +1554,15 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                 if want & KC_COL_VALUE and not views:
                     v2_values += max(_batch_region_guess(batch, count) - _record_overhead * count,
                                      0)
+        elif type(entry) is BatchRun:
+            tasks += (<BatchRun>entry).n - 1
+            for i in range((<BatchRun>entry).n):
+                plain = &(<BatchRun>entry).batches[i]
+                section = plain.size - 61
+                count = min(<Py_ssize_t>plain.record_count, section // 5)
+                records += count
+                region_bytes += section
+                v2_values += max(section - _record_overhead * count, 0)
         elif type(entry) is LegacyRun:   # keys and values within its bytes
             records += (<LegacyRun>entry).n
             region_bytes += (<LegacyRun>entry).size
@@ -1542,7 +1606,11 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
         raise MemoryError()
     offsets = (max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX))
     timestamps = (max(timestamps[0], INT64_MIN), min(timestamps[1], INT64_MAX))
-    cdef _Run run = _Run(len(entries))
+    if room_for is not None:
+        tasks = 0
+        for entry in entries:
+            tasks += (<BatchRun>entry).n if type(entry) is BatchRun else 1
+    cdef _Run run = _Run(tasks)
     cdef LegacyRun queued = LegacyRun.__new__(LegacyRun)   # plain LegacyBatch entries
     cdef kc_batch_info ranges   # the offset and timestamp ranges, for every entry
     ranges.offset_lo, ranges.offset_hi = offsets
@@ -1573,6 +1641,9 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                 _flush(chunk, run)
             else:
                 _queue_v2(run, batch)
+        elif type(entry) is BatchRun:
+            _flush_queued(chunk, queued, validate_crc, &ranges)
+            _queue_plain_batches(run, <BatchRun>entry)
         elif type(entry) is LegacyRun:
             _flush(chunk, run)
             _flush_queued(chunk, queued, validate_crc, &ranges)

@@ -6,7 +6,7 @@ about equal record counts (``entry_groups``), into windows read as a stream need
 so it is estimated from the offsets it spans."""
 from libc.stdint cimport int64_t, uint64_t
 
-from kcodec._batch cimport RecordBatch, last_offset_of
+from kcodec._batch cimport BatchRun, RecordBatch, last_offset_of
 from kcodec._layout cimport ATTR_CODEC
 from kcodec._legacy cimport LegacyMessage, LegacyRun, shallow_message
 
@@ -21,6 +21,13 @@ cdef enum:
     WRAPPER_RECORDS_PER_BYTE = 40
 
 
+cdef inline bint _is_wrapper(object entry):
+    """Whether ``entry`` is a legacy entry of its own (a LegacyBatch: a wrapper or a plain
+    message)."""
+    return (type(entry) is not RecordBatch and type(entry) is not BatchRun
+            and type(entry) is not LegacyRun)
+
+
 cdef Py_ssize_t _records_of(object entry, int64_t *last, bint known, int64_t previous):
     """The records of one entry, as _entry_records counts them (0: a wrapper whose offsets
     say nothing); ``last`` is set to its last offset, ``previous`` is the entry before's
@@ -29,6 +36,9 @@ cdef Py_ssize_t _records_of(object entry, int64_t *last, bint known, int64_t pre
     if type(entry) is RecordBatch:
         last[0] = last_offset_of(<RecordBatch>entry)
         return max(<Py_ssize_t>(<RecordBatch>entry).record_count, 1)
+    if type(entry) is BatchRun:
+        last[0] = (<BatchRun>entry).batches[(<BatchRun>entry).n - 1].last_offset
+        return (<BatchRun>entry).records
     if type(entry) is LegacyRun:
         last[0] = (<LegacyRun>entry).messages[(<LegacyRun>entry).n - 1].offset
         return (<LegacyRun>entry).n
@@ -57,7 +67,7 @@ cdef Py_ssize_t[::1] _entry_records(list entries):
         records[i] = _records_of(entry, &last, i > 0, previous)
         if records[i] == 0:
             unknown = True
-        elif type(entry) is not RecordBatch and type(entry) is not LegacyRun and (
+        elif _is_wrapper(entry) and (
                 shallow_message(entry).attributes & ATTR_CODEC):
             guessed += 1
             guessed_records += records[i]
@@ -83,7 +93,7 @@ def entry_windows(entries, Py_ssize_t records):
             weight = _records_of(entry, &last, known, previous)
             if weight == 0:   # a wrapper whose offsets say nothing: as the others on average
                 unknown += 1
-            elif type(entry) is not RecordBatch and type(entry) is not LegacyRun and (
+            elif _is_wrapper(entry) and (
                     shallow_message(entry).attributes & ATTR_CODEC):
                 guessed += 1
                 guessed_records += weight
@@ -135,7 +145,7 @@ def entry_totals(list entries):
     """(bytes of copied entries, bytes of all entries, records of the other entries) of
     ``entries``. Copied entries are those whose values binary views cannot point into:
     compressed batches, and legacy entries (their values are copied even as views)."""
-    cdef Py_ssize_t copied = 0, total = 0, plain_records = 0, size
+    cdef Py_ssize_t copied = 0, total = 0, plain_records = 0, size, i
     cdef RecordBatch batch
     for entry in entries:
         if type(entry) is RecordBatch:
@@ -145,6 +155,10 @@ def entry_totals(list entries):
                 plain_records += max(<Py_ssize_t>batch.record_count, 0)
             else:
                 copied += size
+        elif type(entry) is BatchRun:
+            size = (<BatchRun>entry).size
+            for i in range((<BatchRun>entry).n):
+                plain_records += (<BatchRun>entry).batches[i].record_count
         elif type(entry) is LegacyRun:
             size = (<LegacyRun>entry).size
             copied += size

@@ -4,12 +4,31 @@ each batch's fields read as C fields: over a log of small batches, looking them 
 Python attributes cost more than decoding the records."""
 from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t
 
-from kcodec._batch cimport RecordBatch, last_offset_of
+from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of
 from kcodec._layout cimport ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL
 from kcodec._legacy cimport LegacyRun
 
 from kcodec._legacy import LegacyBatch
 from kcodec.constants import ControlType
+
+
+cdef bint _any_in_range(BatchRun run, int64_t lo, int64_t hi, int64_t earliest,
+                        int64_t *last) noexcept:
+    """Whether any of ``run``'s batches is not wholly outside the ranges; ``last`` is set
+    to the greatest last offset of those."""
+    cdef bint found = False
+    cdef const PlainBatch *b
+    cdef Py_ssize_t i
+    for i in range(run.n):
+        b = &run.batches[i]
+        if b.last_offset < lo or b.base_offset >= hi:
+            continue
+        if b.max_timestamp < earliest and not b.attributes & ATTR_LOG_APPEND_TIME:
+            continue
+        if not found or b.last_offset > last[0]:
+            last[0] = b.last_offset
+        found = True
+    return found
 
 
 def select_entries(entries, bint include_control, aborted_transactions, int64_t lo,
@@ -51,6 +70,15 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
                 if validate_crc:
                     batch.ensure_valid()
                 continue
+            yield entry
+        elif type(entry) is BatchRun:
+            # plain batches (none control or transactional): the decoder skips those
+            # outside the ranges one by one, as above; the run is skipped if all are
+            if not _any_in_range(<BatchRun>entry, lo, hi, earliest, &last):
+                continue
+            while next_pending < len(pending) and pending[next_pending][1] <= last:
+                aborted_producers.add(pending[next_pending][0])
+                next_pending += 1
             yield entry
         elif type(entry) is LegacyRun:
             yield entry

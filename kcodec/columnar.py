@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
-from kcodec._batch import RecordBatch, read_entries_for_columns
+from kcodec._batch import BatchRun, RecordBatch, read_entries_for_columns
 from kcodec._columns import (
     COLUMN_GROUPS,
     decode_chunk,
@@ -45,8 +45,9 @@ if TYPE_CHECKING:
 
 
 Entry = RecordBatch | LegacyBatch
-# what the decoder reads: entries, and stretches of plain legacy messages framed as one
-Framed = Entry | LegacyRun
+# what the decoder reads: entries, and stretches of plain v2 batches or plain legacy
+# messages framed as one
+Framed = Entry | BatchRun | LegacyRun
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 SPARK_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
@@ -56,6 +57,11 @@ ALL_COLUMNS = SPARK_COLUMNS + ("headers",) + BATCH_COLUMNS
 _GROUP_OF = {"key": "key", "value": "value", "offset": "offset", "timestamp": "timestamp",
              "timestampType": "timestamp", "headers": "headers",
              **{name: "batch" for name in BATCH_COLUMNS}}
+
+
+# Plain v2 batches are framed in runs of up to this many records: a Python object a run,
+# not a batch, yet runs small enough to share among threads evenly
+RUN_RECORDS = 1024
 
 
 def column_names(columns: Iterable[str] | None, include_headers: bool,
@@ -107,8 +113,9 @@ def select_batches(entries: Iterable[Framed], *, include_control: bool = False,
     ``validate_crc`` checks the CRC of every control batch and of every aborted batch
     skipped, which a consumer receives and checks too (for entries framed without CRC
     checks, whose selected batches are checked when decoded). A LegacyRun (a stretch of
-    plain legacy messages) passes: its messages are filtered one by one as they are
-    decoded. Anything but what ``read_batches`` yields raises TypeError.
+    plain legacy messages) passes, its messages filtered one by one as they are decoded,
+    and so does a BatchRun (a stretch of plain v2 batches) unless all its batches are
+    outside the ranges. Anything else but what ``read_batches`` yields raises TypeError.
     """
     lo, hi = max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX)
     return select_entries(entries, include_control, aborted_transactions, lo, hi,
@@ -133,8 +140,9 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
              metadata: bool, offsets: tuple[int, int] | None,
              timestamps: tuple[int, int] | None, include_control: bool,
              aborted_transactions: Sequence[tuple[int, int]] | None, validate_crc: bool,
-             strict: bool, max_decompressed_size: int | None, allow_magic3: bool = False
-             ) -> tuple[Iterator[Framed], list[str], int, dict[str, Any]]:
+             strict: bool, max_decompressed_size: int | None, allow_magic3: bool = False,
+             run_records: int = RUN_RECORDS) -> tuple[Iterator[Framed], list[str], int,
+                                                      dict[str, Any]]:
     """The entries to decode, as they are framed and selected, the column names, their
     groups and the options of decode_chunk."""
     names = column_names(columns, include_headers, metadata)
@@ -144,7 +152,7 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
     # CRCs are checked by the decoding threads, in parallel
     reader = read_entries_for_columns(data, strict=strict,
                                       max_decompressed_size=max_decompressed_size,
-                                      allow_magic3=allow_magic3)
+                                      allow_magic3=allow_magic3, run_records=run_records)
     options: dict[str, Any] = {"strict": strict, "offsets": offsets, "timestamps": timestamps,
                                "max_decompressed_size": max_decompressed_size,
                                "validate_crc": validate_crc}
@@ -306,7 +314,8 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
     selected, names, want, options = _prepare(data, columns, include_headers, metadata,
                                               offsets, timestamps, include_control,
                                               aborted_transactions, validate_crc, strict,
-                                              max_decompressed_size, allow_magic3)
+                                              max_decompressed_size, allow_magic3,
+                                              min(RUN_RECORDS, max(chunk_records // threads, 1)))
     if binary_view:
         import pyarrow as pa
         if not hasattr(pa, "binary_view"):

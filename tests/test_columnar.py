@@ -561,6 +561,60 @@ def test_iter_arrow_frames_its_input_as_it_goes() -> None:
     assert [len(w) for w in entry_windows(iter(batches), 25)] == [3] * 16 + [2]
 
 
+def test_plain_batches_are_framed_in_runs() -> None:
+    """Consecutive plain v2 batches are framed as one BatchRun (up to run_records records):
+    a compressed, control or transactional batch, or one with a negative count, is framed
+    on its own. A run's batches are read_batches' batches."""
+    from kcodec._batch import BatchRun, read_entries_for_columns
+    plain = [_batch_of(base, 10, 20) for base in range(0, 100, 10)]
+    lz4 = kcodec.BatchBuilder(base_offset=100, compression="lz4")
+    lz4.append(b"x", timestamp=TS)
+    negative = bytearray(_batch_of(110, 10, 20))
+    negative[57:61] = b"\xff" * 4
+    log = b"".join(plain[:7]) + lz4.build() + bytes(negative) + b"".join(plain[7:])
+    log += transactional_log()
+    entries = list(read_entries_for_columns(log, run_records=50))
+    kinds = [(type(e).__name__, len(e) if type(e) is BatchRun else 1) for e in entries]
+    assert kinds == [("BatchRun", 5), ("BatchRun", 2), ("RecordBatch", 1), ("RecordBatch", 1),
+                     ("BatchRun", 3)] + [("RecordBatch", 1)] * 4 + [("BatchRun", 1)]
+    rows_of = list(kcodec.read_batches(log, validate_crc=False))
+    framed = [b for e in entries
+              for b in ([e[i] for i in range(len(e))] if isinstance(e, BatchRun) else [e])]
+    assert [(b.position, b.size, b.base_offset, b.crc) for b in framed] == [
+        (b.position, b.size, b.base_offset, b.crc) for b in rows_of]
+    first = entries[0]
+    assert isinstance(first, BatchRun)
+    assert (first.position, first.size, first.records, first.base_offset, first.last_offset) == (
+        0, sum(map(len, plain[:5])), 50, 0, 49)
+    with pytest.raises(IndexError):
+        first[5]
+    with pytest.raises(TypeError):
+        BatchRun()
+    assert [type(e).__name__ for e in read_entries_for_columns(log, run_records=0)].count(
+        "BatchRun") == 0
+
+
+def test_a_run_skips_batches_outside_the_ranges_unread() -> None:
+    """Of a run, batches outside the offset or timestamp ranges are skipped one by one, their
+    CRCs unchecked, as a RecordBatch is; a damaged batch in range fails at its position."""
+    log = bytearray(b"".join(_batch_of(base, 10, 20) for base in range(0, 100, 10)))
+    third = 2 * (len(log) // 10)
+    log[third + 70] ^= 1   # a value of offsets 20-29
+    for threads in (1, 2):
+        cols = kcodec.decode_columns(bytes(log), offsets=(30, 60), threads=threads)
+        assert list(cols["offset"]) == list(range(30, 60))
+        assert kcodec.decode_columns(bytes(log), offsets=(0, 20), threads=threads)["count"] == 20
+        with pytest.raises(kcodec.errors.ChecksumError) as caught:
+            kcodec.decode_columns(bytes(log), offsets=(25, 60), threads=threads)
+        assert caught.value.position == third
+    with pytest.raises(kcodec.errors.ChecksumError):   # every batch reaches timestamp 1009
+        kcodec.decode_columns(bytes(log), timestamps=(1000 + 9, 2**63))
+    assert kcodec.decode_columns(bytes(log), timestamps=(1000 + 10, 2**63))["count"] == 0
+    from kcodec._batch import read_entries_for_columns
+    assert list(kcodec.columnar.select_batches(read_entries_for_columns(bytes(log)),
+                                               offsets=(200, 300))) == []
+
+
 def test_thread_and_chunk_counts_below_one_are_refused() -> None:
     log = _batch_of(0, 5, 10)
     for bad in (0, -2):
