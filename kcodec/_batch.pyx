@@ -472,34 +472,43 @@ cdef class BatchRun:
                             self._strict, self._max_decompressed_size)
 
 
+cdef inline Py_ssize_t _plain_batch_size(const uint8_t *p, Py_ssize_t remaining) noexcept nogil:
+    """The size of the plain v2 batch (see BatchRun) at ``p``, whole within ``remaining``
+    bytes; 0 if there is none."""
+    if remaining < HEADER_SIZE or p[OFF_MAGIC] != 2:
+        return 0
+    cdef int32_t size_field = <int32_t>kc_get_be32(p + OFF_LENGTH)
+    cdef Py_ssize_t size = <Py_ssize_t>size_field + LOG_OVERHEAD
+    if size_field < HEADER_SIZE - LOG_OVERHEAD or remaining < size:
+        return 0
+    if (kc_get_be16(p + OFF_ATTRIBUTES) & (ATTR_CODEC | ATTR_CONTROL | ATTR_TRANSACTIONAL)
+            or <int32_t>kc_get_be32(p + OFF_RECORD_COUNT) < 0):
+        return 0
+    return size
+
+
 cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_records,
                               bint strict, Py_ssize_t max_decompressed_size):
     """The plain v2 batches from ``position`` on, up to ``max_records`` records (a batch
     counting at least 1; the first is taken whatever its count), framed as read_batches
     frames them; None when the batch there is no such batch (or one read_batches stops at
     or rejects, left for it to read)."""
+    if _plain_batch_size(buf.data + position, buf.size - position) == 0:
+        return None   # (no run made: a log of other batches pays nothing)
     cdef BatchRun run = BatchRun.__new__(BatchRun)
-    cdef Py_ssize_t pos = position, remaining, size, weight
+    cdef Py_ssize_t pos = position, size, weight
     cdef const uint8_t *p
     cdef PlainBatch *b
     cdef PlainBatch *grown
-    cdef int32_t size_field, count
-    cdef int attributes
+    cdef int32_t count
     cdef bint no_memory = False
     with nogil:
         while True:
             p = buf.data + pos
-            remaining = buf.size - pos
-            if remaining < HEADER_SIZE or p[OFF_MAGIC] != 2:
+            size = _plain_batch_size(p, buf.size - pos)
+            if size == 0:
                 break
-            size_field = <int32_t>kc_get_be32(p + OFF_LENGTH)
-            size = <Py_ssize_t>size_field + LOG_OVERHEAD
-            if size_field < HEADER_SIZE - LOG_OVERHEAD or remaining < size:
-                break
-            attributes = kc_get_be16(p + OFF_ATTRIBUTES)
             count = <int32_t>kc_get_be32(p + OFF_RECORD_COUNT)
-            if attributes & (ATTR_CODEC | ATTR_CONTROL | ATTR_TRANSACTIONAL) or count < 0:
-                break
             weight = max(<Py_ssize_t>count, 1)
             if run.n and run.records + weight > max_records:
                 break
@@ -517,15 +526,13 @@ cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t m
             b.last_offset = add64(b.base_offset, <int32_t>kc_get_be32(p + OFF_LAST_OFFSET_DELTA))
             b.max_timestamp = <int64_t>kc_get_be64(p + OFF_MAX_TIMESTAMP)
             b.record_count = count
-            b.attributes = attributes
+            b.attributes = kc_get_be16(p + OFF_ATTRIBUTES)
             run.n += 1
             run.records += weight
             run.size += size
             pos += size
     if no_memory:
         raise MemoryError()
-    if run.n == 0:
-        return None
     run.buf = buf
     run._strict = strict
     run._max_decompressed_size = max_decompressed_size
