@@ -2,7 +2,7 @@
 # fields as C fields rather than as Python attributes (a log of small batches pays for
 # each attribute lookup, batch after batch).
 cimport cython
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 from kcodec._record cimport InputBuffer, Record
 
@@ -53,16 +53,21 @@ cdef class RecordIterator:
     cdef Record _next(self)
 
 
-# One plain batch of a BatchRun: what selecting and weighing it reads, and where it lies
-# (its other fields are read from its bytes when it is decoded).
+# One plain batch of a BatchRun: where it lies and the header fields the columnar decoder
+# reads (read while framing, as its header is then in cache).
 cdef struct PlainBatch:
     Py_ssize_t position
     Py_ssize_t size
     int64_t base_offset
     int64_t last_offset
+    int64_t base_timestamp
     int64_t max_timestamp
+    int64_t producer_id
+    int32_t base_sequence
     int32_t record_count
-    int attributes
+    uint32_t crc
+    int16_t producer_epoch
+    uint16_t attributes
 
 
 # Consecutive plain magic-2 batches (uncompressed, neither control nor transactional,

@@ -524,8 +524,13 @@ cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t m
             b.size = size
             b.base_offset = <int64_t>kc_get_be64(p + OFF_BASE_OFFSET)
             b.last_offset = add64(b.base_offset, <int32_t>kc_get_be32(p + OFF_LAST_OFFSET_DELTA))
+            b.base_timestamp = <int64_t>kc_get_be64(p + OFF_BASE_TIMESTAMP)
             b.max_timestamp = <int64_t>kc_get_be64(p + OFF_MAX_TIMESTAMP)
+            b.producer_id = <int64_t>kc_get_be64(p + OFF_PRODUCER_ID)
+            b.base_sequence = <int32_t>kc_get_be32(p + OFF_BASE_SEQUENCE)
             b.record_count = count
+            b.crc = kc_get_be32(p + OFF_CRC)
+            b.producer_epoch = <int16_t>kc_get_be16(p + OFF_PRODUCER_EPOCH)
             b.attributes = kc_get_be16(p + OFF_ATTRIBUTES)
             run.n += 1
             run.records += weight

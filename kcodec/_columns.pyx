@@ -7,8 +7,8 @@ v2 record region with the GIL released, so several threads can decode at once.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport (INT32_MAX, INT64_MAX, INT64_MIN, int16_t, int32_t, int64_t, uint8_t,
-                          uint32_t, uint64_t)
+from libc.stdint cimport (INT32_MAX, INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint32_t,
+                          uint64_t)
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
@@ -20,8 +20,7 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_decode_records, kc_decode_whole_records,
                              kc_copy_out, kc_decompressed_size_range, kc_gather,
-                             kc_gather_views, kc_get_be16, kc_get_be32, kc_get_be64,
-                             kc_rebase_views)
+                             kc_gather_views, kc_rebase_views)
 from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL)
@@ -409,6 +408,7 @@ cdef struct _Task:
     const uint8_t *crc_from   # the bytes the batch's CRC covers; NULL when not checked
     size_t crc_len
     uint32_t crc
+    Py_ssize_t entry          # the entry it comes from, in its _Run's entries
 
 
 @cython.final
@@ -419,9 +419,9 @@ cdef class _Run:
     the pass); a batch decompressed when it is queued is flushed at once, to free its
     decompressed bytes."""
     cdef _Task *tasks
-    cdef Py_ssize_t n
-    cdef list batches   # the RecordBatch behind each task, for error messages
-    cdef list keep      # what keeps each task's bytes alive (the input or a ScratchBuffer)
+    cdef Py_ssize_t n, capacity
+    cdef list entries   # the entries the tasks come from (a task's ``entry``), for errors
+    cdef list keep      # what keeps the tasks' bytes alive (the input or a ScratchBuffer)
     cdef bint frames    # whether a queued frame is among the tasks
     cdef bint wrappers  # whether a queued legacy wrapper is
     cdef size_t frame_bytes   # their compressed bytes
@@ -434,10 +434,11 @@ cdef class _Run:
     cdef Py_ssize_t limit
 
     def __cinit__(self, Py_ssize_t capacity):
-        self.tasks = <_Task *>malloc(max(capacity, 1) * sizeof(_Task))
+        self.capacity = max(capacity, 1)
+        self.tasks = <_Task *>malloc(self.capacity * sizeof(_Task))
         if self.tasks == NULL:
             raise MemoryError()
-        self.batches = []
+        self.entries = []
         self.keep = []
 
     cdef _Run alike(self, Py_ssize_t capacity):
@@ -547,6 +548,20 @@ cdef class _ViewSources:
         return 0
 
 
+cdef enum:
+    # tasks queued for one pass at most (224 bytes each): queued, they are still in cache
+    # when the pass reads them, and threads take turns at the GIL between passes, one
+    # queueing while another decodes
+    TASKS_A_PASS = 1024
+
+
+cdef inline int _make_room(_Chunk chunk, _Run run) except -1:
+    """Decode the queued tasks if the run is full."""
+    if run.n == run.capacity:
+        _flush(chunk, run)
+    return 0
+
+
 cdef int _queue_v2(_Run run, RecordBatch batch) except -1:
     """Queue a v2 batch to be checked and decoded in the run's pass; a compressed one
     (but a queued frame) is decompressed now."""
@@ -603,22 +618,24 @@ cdef int _queue_v2(_Run run, RecordBatch batch) except -1:
         elif keep is records:
             _keep_decompressed(task, records)
         sources.place(task, keep, exporter)
-    run.batches.append(batch)
+    task.entry = len(run.entries)
+    run.entries.append(batch)
     run.keep.append(keep)
     run.n += 1
     return 0
 
 
-cdef int _queue_plain_batches(_Run run, BatchRun batches) except -1:
+cdef int _queue_plain_batches(_Chunk chunk, _Run run, BatchRun batches) except -1:
     """Queue the batches of ``batches`` (plain v2 batches) as _queue_v2 queues an
-    uncompressed batch, reading their fields from their bytes; those wholly outside the
-    ranges are left out unread, as select_entries leaves out a RecordBatch."""
+    uncompressed batch, with the fields read when they were framed; those wholly outside
+    the ranges are left out unread, as select_entries leaves out a RecordBatch."""
     cdef const PlainBatch *b
     cdef const uint8_t *p
     cdef _Task *task
     cdef Py_ssize_t i
     cdef InputBuffer buf = batches.buf
     cdef _ViewSources sources = run.sources
+    cdef Py_ssize_t entry = -1   # (a failing batch is found by its bytes)
     for i in range(batches.n):
         b = &batches.batches[i]
         if b.last_offset < run.ranges.offset_lo or b.base_offset >= run.ranges.offset_hi:
@@ -626,23 +643,26 @@ cdef int _queue_plain_batches(_Run run, BatchRun batches) except -1:
         if (b.max_timestamp < run.ranges.timestamp_lo
                 and not b.attributes & ATTR_LOG_APPEND_TIME):
             continue
+        _make_room(chunk, run)
         p = buf.data + b.position
         task = &run.tasks[run.n]
-        _set_info(&task.info, b.base_offset, <int64_t>kc_get_be64(p + 27), b.max_timestamp,
-                  <int64_t>kc_get_be64(p + 43), <int32_t>kc_get_be32(p + 53),
-                  <int16_t>kc_get_be16(p + 51), 2, b.attributes, run.strict, &run.ranges)
+        _set_info(&task.info, b.base_offset, b.base_timestamp, b.max_timestamp, b.producer_id,
+                  b.base_sequence, b.producer_epoch, 2, b.attributes, run.strict, &run.ranges)
         task.crc_from = p + 21 if run.validate_crc else NULL
         task.crc_len = <size_t>(b.size - 21)
-        task.crc = kc_get_be32(p + 17)
+        task.crc = b.crc
         task.start = p + 61
         task.end = p + b.size
         task.count = b.record_count
         task.frame = False
         task.wrapper = NULL
+        if entry < 0 or run.n == 0:   # (a pass may have emptied the run)
+            entry = len(run.entries)
+            run.entries.append(batches)
+            run.keep.append(buf)
+        task.entry = entry
         if sources is not None and b.record_count:
             sources.place(task, buf, buf.obj)
-        run.batches.append(batches)   # (its batch is found by where the task's bytes lie)
-        run.keep.append(buf)
         run.n += 1
     return 0
 
@@ -697,7 +717,8 @@ cdef int _queue_frame(_Run run, RecordBatch batch) except -1:
     task.wrapper = NULL
     run.frames = True
     run.frame_bytes += <size_t>(task.end - task.start)
-    run.batches.append(batch)
+    task.entry = len(run.entries)
+    run.entries.append(batch)
     run.keep.append(batch._buf)
     run.n += 1
     return 0
@@ -724,7 +745,8 @@ cdef int _queue_wrapper(_Run run, object entry, const kc_batch_info *ranges) exc
     task.frame = False
     run.wrappers = True
     run.frame_bytes += <size_t>m.value_len
-    run.batches.append(entry)
+    task.entry = len(run.entries)
+    run.entries.append(entry)
     run.keep.append(entry)
     run.n += 1
     return 0
@@ -858,7 +880,7 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
                              (run.n if failed < 0 else start + failed) - start)
             if failed < 0 or status != LEFT_OVER:
                 break
-            _decode_left_over(chunk, run, run.batches[start + failed])
+            _decode_left_over(chunk, run, run.entries[run.tasks[start + failed].entry])
             start += failed + 1
     finally:
         if kept is None:
@@ -867,17 +889,17 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
             kept.mem = sink
     if kept is not None:
         _keep_frames(run, kept_number, kept)
-    batches = run.batches
+    entries = run.entries
     run.n = 0
     run.frames = run.wrappers = False
     run.frame_bytes = 0
-    run.batches = []
+    run.entries = []
     run.keep = []
     if failed < 0:
         return 0
     failed += start
-    batch = batches[failed]
     task = &run.tasks[failed]
+    batch = entries[task.entry]
     if type(batch) is BatchRun:
         batch = (<BatchRun>batch).batch_at(task.start - 61)
     if status == CRC_MISMATCH:
@@ -1610,7 +1632,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
         tasks = 0
         for entry in entries:
             tasks += (<BatchRun>entry).n if type(entry) is BatchRun else 1
-    cdef _Run run = _Run(tasks)
+    cdef _Run run = _Run(min(tasks, TASKS_A_PASS))
     cdef LegacyRun queued = LegacyRun.__new__(LegacyRun)   # plain LegacyBatch entries
     cdef kc_batch_info ranges   # the offset and timestamp ranges, for every entry
     ranges.offset_lo, ranges.offset_hi = offsets
@@ -1626,6 +1648,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
             if _by_block(batch):
                 by_block -= 1
                 if _queues_as_frame(batch):
+                    _make_room(chunk, run)
                     _queue_frame(run, batch)
                     if run.frame_bytes >= FRAME_BYTES_A_PASS:
                         _flush(chunk, run)
@@ -1640,10 +1663,11 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                 _queue_v2(run, batch)
                 _flush(chunk, run)
             else:
+                _make_room(chunk, run)
                 _queue_v2(run, batch)
         elif type(entry) is BatchRun:
             _flush_queued(chunk, queued, validate_crc, &ranges)
-            _queue_plain_batches(run, <BatchRun>entry)
+            _queue_plain_batches(chunk, run, <BatchRun>entry)
         elif type(entry) is LegacyRun:
             _flush(chunk, run)
             _flush_queued(chunk, queued, validate_crc, &ranges)
@@ -1651,6 +1675,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
         elif shallow_message(entry).attributes & ATTR_CODEC:
             _flush_queued(chunk, queued, validate_crc, &ranges)
             if _queues_as_wrapper(shallow_message(entry)):
+                _make_room(chunk, run)
                 _queue_wrapper(run, entry, &ranges)
                 if run.frame_bytes >= FRAME_BYTES_A_PASS:
                     _flush(chunk, run)
