@@ -414,10 +414,10 @@ cdef struct _Task:
 @cython.final
 cdef class _Run:
     """v2 batches queued for one pass without the GIL: each one's CRC check and decoding.
-    Uncompressed batches run together (one GIL release for the lot, which is what lets
-    threads scale), and so do small LZ4 and snappy batches (queued frames, decompressed in
-    the pass); a batch decompressed when it is queued is flushed at once, to free its
-    decompressed bytes."""
+    Uncompressed batches run together (one GIL release for up to TASKS_A_PASS of them,
+    which is what lets threads scale), and so do small LZ4 and snappy batches (queued
+    frames, decompressed in the pass); a batch decompressed when it is queued is flushed at
+    once, to free its decompressed bytes."""
     cdef _Task *tasks
     cdef Py_ssize_t n, capacity
     cdef list entries   # the entries the tasks come from (a task's ``entry``), for errors
@@ -549,7 +549,7 @@ cdef class _ViewSources:
 
 
 cdef enum:
-    # tasks queued for one pass at most (224 bytes each): queued, they are still in cache
+    # tasks queued for one pass at most (~230 bytes each): queued, they are still in cache
     # when the pass reads them, and threads take turns at the GIL between passes, one
     # queueing while another decodes
     TASKS_A_PASS = 1024

@@ -594,6 +594,26 @@ def test_plain_batches_are_framed_in_runs() -> None:
         "BatchRun") == 0
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_thousands_of_small_plain_batches_in_every_layout(threads: int) -> None:
+    """Runs of plain batches span several passes without the GIL (of up to 1024 batches):
+    every layout lands every record, with a damaged batch in a later pass failing at its
+    position."""
+    log = bytearray(b"".join(_batch_of(base, 1 + base % 3, 30) for base in range(0, 6000, 3)))
+    expected = rows(bytes(log))
+    assert column_rows(kcodec.decode_columns(bytes(log), include_headers=True,
+                                             threads=threads)) == expected
+    for binary_view in (False, True):
+        table = kcodec.decode_arrow(bytes(log), include_headers=True, threads=threads,
+                                    binary_view=binary_view)
+        assert arrow_rows(table) == expected
+    late = next(b for b in kcodec.read_batches(bytes(log)) if b.base_offset == 4500)
+    log[late.position + 70] ^= 1
+    with pytest.raises(kcodec.errors.ChecksumError) as caught:
+        kcodec.decode_columns(bytes(log), threads=threads)
+    assert caught.value.position == late.position
+
+
 def test_a_run_skips_batches_outside_the_ranges_unread() -> None:
     """Of a run, batches outside the offset or timestamp ranges are skipped one by one, their
     CRCs unchecked, as a RecordBatch is; a damaged batch in range fails at its position."""
