@@ -4,6 +4,7 @@
 cimport cython
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
+from kcodec._layout cimport ATTR_LOG_APPEND_TIME
 from kcodec._record cimport InputBuffer, Record
 
 
@@ -97,3 +98,12 @@ cdef inline int64_t add64(int64_t a, int64_t b) noexcept nogil:
 
 cdef inline int64_t last_offset_of(RecordBatch batch) noexcept:
     return add64(batch.base_offset, batch.last_offset_delta)
+
+
+cdef inline bint outside_ranges(int64_t base_offset, int64_t last_offset, int64_t max_timestamp,
+                                int attributes, int64_t lo, int64_t hi,
+                                int64_t earliest) noexcept nogil:
+    """Whether a batch lies wholly outside the offsets [lo, hi) or before the timestamp
+    ``earliest`` (of CreateTime, no record is later than the batch's max timestamp)."""
+    return (last_offset < lo or base_offset >= hi
+            or (max_timestamp < earliest and not attributes & ATTR_LOG_APPEND_TIME))

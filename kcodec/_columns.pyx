@@ -21,7 +21,7 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_decode_records, kc_decode_whole_records,
                              kc_copy_out, kc_decompressed_size_range, kc_gather,
                              kc_gather_views, kc_rebase_views)
-from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of
+from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of, outside_ranges
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL)
 from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc, crc_matches,
@@ -638,10 +638,8 @@ cdef int _queue_plain_batches(_Chunk chunk, _Run run, BatchRun batches) except -
     cdef Py_ssize_t entry = -1   # (a failing batch is found by its bytes)
     for i in range(batches.n):
         b = &batches.batches[i]
-        if b.last_offset < run.ranges.offset_lo or b.base_offset >= run.ranges.offset_hi:
-            continue
-        if (b.max_timestamp < run.ranges.timestamp_lo
-                and not b.attributes & ATTR_LOG_APPEND_TIME):
+        if outside_ranges(b.base_offset, b.last_offset, b.max_timestamp, b.attributes,
+                          run.ranges.offset_lo, run.ranges.offset_hi, run.ranges.timestamp_lo):
             continue
         _make_room(chunk, run)
         p = buf.data + b.position
@@ -1555,7 +1553,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     # chunk's columns are then reserved for the whole join
     cdef Py_ssize_t by_block = 0
     cdef Py_ssize_t section, count, i
-    cdef Py_ssize_t tasks = len(entries)   # a run's batches counting one each
+    cdef Py_ssize_t tasks = 0   # a run's batches counting one each
     cdef const PlainBatch *plain
     cdef RecordBatch batch
     for entry in entries if room_for is None else room_for:
@@ -1577,7 +1575,6 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                     v2_values += max(_batch_region_guess(batch, count) - _record_overhead * count,
                                      0)
         elif type(entry) is BatchRun:
-            tasks += (<BatchRun>entry).n - 1
             for i in range((<BatchRun>entry).n):
                 plain = &(<BatchRun>entry).batches[i]
                 section = plain.size - 61
@@ -1628,10 +1625,8 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
         raise MemoryError()
     offsets = (max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX))
     timestamps = (max(timestamps[0], INT64_MIN), min(timestamps[1], INT64_MAX))
-    if room_for is not None:
-        tasks = 0
-        for entry in entries:
-            tasks += (<BatchRun>entry).n if type(entry) is BatchRun else 1
+    for entry in entries:
+        tasks += (<BatchRun>entry).n if type(entry) is BatchRun else 1
     cdef _Run run = _Run(min(tasks, TASKS_A_PASS))
     cdef LegacyRun queued = LegacyRun.__new__(LegacyRun)   # plain LegacyBatch entries
     cdef kc_batch_info ranges   # the offset and timestamp ranges, for every entry

@@ -21,18 +21,14 @@ cdef enum:
     WRAPPER_RECORDS_PER_BYTE = 40
 
 
-cdef inline bint _is_wrapper(object entry):
-    """Whether ``entry`` is a legacy entry of its own (a LegacyBatch: a wrapper or a plain
-    message)."""
-    return (type(entry) is not RecordBatch and type(entry) is not BatchRun
-            and type(entry) is not LegacyRun)
-
-
-cdef Py_ssize_t _records_of(object entry, int64_t *last, bint known, int64_t previous):
+cdef Py_ssize_t _records_of(object entry, int64_t *last, bint known, int64_t previous,
+                            bint *guessed):
     """The records of one entry, as _entry_records counts them (0: a wrapper whose offsets
     say nothing); ``last`` is set to its last offset, ``previous`` is the entry before's
-    (``known``: there is one)."""
+    (``known``: there is one), ``guessed`` whether the count is a wrapper's, guessed from
+    its offsets."""
     cdef const LegacyMessage *m
+    guessed[0] = False
     if type(entry) is RecordBatch:
         last[0] = last_offset_of(<RecordBatch>entry)
         return max(<Py_ssize_t>(<RecordBatch>entry).record_count, 1)
@@ -47,9 +43,15 @@ cdef Py_ssize_t _records_of(object entry, int64_t *last, bint known, int64_t pre
     if not m.attributes & ATTR_CODEC:
         return 1   # a plain message
     if known and last[0] > previous:
+        guessed[0] = True
         return <Py_ssize_t>min(<uint64_t>last[0] - <uint64_t>previous,
                                <uint64_t>m.size * WRAPPER_RECORDS_PER_BYTE)
     return 0
+
+
+cdef inline Py_ssize_t _as_the_others(Py_ssize_t guessed_records, Py_ssize_t guessed) noexcept:
+    """What a wrapper whose offsets say nothing counts as: the guessed ones' average, or 1."""
+    return max(guessed_records // guessed, 1) if guessed else 1
 
 
 cdef Py_ssize_t[::1] _entry_records(list entries):
@@ -61,21 +63,17 @@ cdef Py_ssize_t[::1] _entry_records(list entries):
     cdef Py_ssize_t n = len(entries), i, guessed = 0, guessed_records = 0
     cdef Py_ssize_t[::1] records = numpy.ones(n, dtype=numpy.intp)
     cdef int64_t last = 0, previous = 0
-    cdef bint unknown = False
+    cdef bint unknown = False, guess
     for i in range(n):
-        entry = entries[i]
-        records[i] = _records_of(entry, &last, i > 0, previous)
-        if records[i] == 0:
-            unknown = True
-        elif _is_wrapper(entry) and (
-                shallow_message(entry).attributes & ATTR_CODEC):
-            guessed += 1
-            guessed_records += records[i]
+        records[i] = _records_of(entries[i], &last, i > 0, previous, &guess)
+        unknown |= records[i] == 0
+        guessed += guess
+        guessed_records += records[i] if guess else 0
         previous = last
     if unknown:
         for i in range(n):
             if records[i] == 0:
-                records[i] = max(guessed_records // guessed, 1) if guessed else 1
+                records[i] = _as_the_others(guessed_records, guessed)
     return records
 
 
@@ -87,20 +85,17 @@ def entry_windows(entries, Py_ssize_t records):
     cdef list window = []
     cdef Py_ssize_t load = 0, unknown = 0, weight, guessed = 0, guessed_records = 0
     cdef int64_t last = 0, previous = 0
-    cdef bint known = False
+    cdef bint known = False, guess
     try:
         for entry in entries:
-            weight = _records_of(entry, &last, known, previous)
-            if weight == 0:   # a wrapper whose offsets say nothing: as the others on average
-                unknown += 1
-            elif _is_wrapper(entry) and (
-                    shallow_message(entry).attributes & ATTR_CODEC):
-                guessed += 1
-                guessed_records += weight
+            weight = _records_of(entry, &last, known, previous, &guess)
+            unknown += weight == 0
+            guessed += guess
+            guessed_records += weight if guess else 0
             previous, known = last, True
             window.append(entry)
             load += weight
-            if load + unknown * (max(guessed_records // guessed, 1) if guessed else 1) >= records:
+            if load + unknown * _as_the_others(guessed_records, guessed) >= records:
                 yield window
                 window, load, unknown = [], 0, 0
     except KcodecError:
@@ -116,20 +111,15 @@ def entry_records(list entries):
     return numpy.asarray(_entry_records(entries))
 
 
-def entry_groups(list entries, Py_ssize_t parts, Py_ssize_t chunk_records=0):
-    """Contiguous groups of ``entries`` (at most ``parts``, or with ``chunk_records`` as
-    many more as make groups of about that many records) of about equal record counts (a
+def entry_groups(list entries, Py_ssize_t parts):
+    """At most ``parts`` contiguous groups of ``entries`` of about equal record counts (a
     legacy wrapper's as its offsets suggest, see _entry_records)."""
     cdef Py_ssize_t n = len(entries), i, total = 0, load = 0
-    if n == 0 or (parts <= 1 and chunk_records <= 0):
+    if n == 0 or parts <= 1:
         return [list(entries)] if n else []
     cdef Py_ssize_t[::1] weights = _entry_records(entries)
     for i in range(n):
         total += weights[i]
-    if chunk_records > 0:
-        parts = max(parts, (total + chunk_records - 1) // chunk_records)
-    if parts <= 1:
-        return [list(entries)]
     cdef double target = <double>total / parts
     groups = [[]]
     for i in range(n):

@@ -4,8 +4,8 @@ each batch's fields read as C fields: over a log of small batches, looking them 
 Python attributes cost more than decoding the records."""
 from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t
 
-from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of
-from kcodec._layout cimport ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL
+from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of, outside_ranges
+from kcodec._layout cimport ATTR_CONTROL, ATTR_TRANSACTIONAL
 from kcodec._legacy cimport LegacyRun
 
 from kcodec._legacy import LegacyBatch
@@ -21,9 +21,8 @@ cdef bint _any_in_range(BatchRun run, int64_t lo, int64_t hi, int64_t earliest,
     cdef Py_ssize_t i
     for i in range(run.n):
         b = &run.batches[i]
-        if b.last_offset < lo or b.base_offset >= hi:
-            continue
-        if b.max_timestamp < earliest and not b.attributes & ATTR_LOG_APPEND_TIME:
+        if outside_ranges(b.base_offset, b.last_offset, b.max_timestamp, b.attributes, lo, hi,
+                          earliest):
             continue
         if not found or b.last_offset > last[0]:
             last[0] = b.last_offset
@@ -47,10 +46,9 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
         if type(entry) is RecordBatch:
             batch = <RecordBatch>entry
             last = last_offset_of(batch)
-            if last < lo or batch.base_offset >= hi:
+            if outside_ranges(batch.base_offset, last, batch.max_timestamp, batch.attributes,
+                              lo, hi, earliest):
                 continue
-            if batch.max_timestamp < earliest and not batch.attributes & ATTR_LOG_APPEND_TIME:
-                continue  # CreateTime: no record is later than the batch's max timestamp
             while next_pending < len(pending) and pending[next_pending][1] <= last:
                 aborted_producers.add(pending[next_pending][0])
                 next_pending += 1
@@ -58,10 +56,11 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
             if batch.attributes & ATTR_CONTROL:
                 if validate_crc:   # (one short record: checked again if decoded)
                     batch.ensure_valid()
-                if include_control:   # its markers checked as the row reader checks them
-                    batch.records()
-                if read_committed and batch.producer_id in aborted_producers:
-                    if any(r.control_type is ControlType.ABORT for r in batch):
+                ends_aborted = read_committed and batch.producer_id in aborted_producers
+                if include_control or ends_aborted:
+                    markers = batch.records()   # checked as the row reader checks them
+                    if ends_aborted and any(r.control_type is ControlType.ABORT
+                                            for r in markers):
                         aborted_producers.discard(batch.producer_id)
                 if not include_control:
                     continue
@@ -73,8 +72,10 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
             yield entry
         elif type(entry) is BatchRun:
             # plain batches (none control or transactional): the decoder skips those
-            # outside the ranges one by one, as above; the run is skipped if all are
-            if not _any_in_range(<BatchRun>entry, lo, hi, earliest, &last):
+            # outside the ranges one by one, as above; the run is skipped if all are (its
+            # batches are looked at only when ranges or aborted transactions need them)
+            if (bounded or read_committed) and not _any_in_range(<BatchRun>entry, lo, hi,
+                                                                 earliest, &last):
                 continue
             while next_pending < len(pending) and pending[next_pending][1] <= last:
                 aborted_producers.add(pending[next_pending][0])

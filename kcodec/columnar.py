@@ -327,12 +327,9 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
     # by the window however long the input; an error met framing or selecting is raised
     # after the entries before it are decoded
     for window in entry_windows(selected, chunk_records * threads):
-        chunks = entry_groups(window, threads)
-        for start in range(0, len(chunks), threads):
-            # the Arrow arrays are assembled by the decoding threads too
-            yield from _decode_groups(chunks[start:start + threads], want, threads, options,
-                                      lambda chunk: record_batch(chunk, names, topic,
-                                                                 partition))
+        # a chunk for each thread, whose Arrow arrays it assembles too
+        yield from _decode_groups(entry_groups(window, threads), want, threads, options,
+                                  lambda chunk: record_batch(chunk, names, topic, partition))
 
 
 def decode_arrow(data: Any, **options: Any) -> pyarrow.Table:
