@@ -87,12 +87,14 @@ static uint32_t raw_portable_ieee(uint32_t reg, const uint8_t *p, size_t n)
 #define KC_LANES_NAME raw_sse42
 #define KC_LANES_CHUNK chunk_sse42
 #define KC_CRC_U64(c, v) _mm_crc32_u64((c), (v))
+#define KC_CRC_U32(c, v) _mm_crc32_u32((c), (v))
 #define KC_CRC_U8(c, b) _mm_crc32_u8((c), (b))
 #include "crc32c_lanes.inc"
 #undef KC_LANES_NAME
 #undef KC_LANES_CHUNK
 #undef KC_LANES_TARGET
 #undef KC_CRC_U64
+#undef KC_CRC_U32
 #undef KC_CRC_U8
 
 static int cpu_has_sse42(void)
@@ -365,12 +367,14 @@ static int cpu_has_vpclmul(void)
 #define KC_LANES_NAME raw_armv8
 #define KC_LANES_CHUNK chunk_armv8
 #define KC_CRC_U64(c, v) __crc32cd((uint32_t)(c), (v))
+#define KC_CRC_U32(c, v) __crc32cw((c), (v))
 #define KC_CRC_U8(c, b) __crc32cb((c), (b))
 #include "crc32c_lanes.inc"
 #undef KC_LANES_NAME
 #undef KC_LANES_CHUNK
 #undef KC_LANES_TARGET
 #undef KC_CRC_U64
+#undef KC_CRC_U32
 #undef KC_CRC_U8
 
 #if defined(__linux__)

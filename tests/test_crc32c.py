@@ -151,17 +151,20 @@ def test_ieee_continuation(a: bytes, b: bytes) -> None:
 
 
 @pytest.mark.parametrize("backend", ["portable", *ARCH_BACKENDS])
-def test_ieee_crc32_every_length_and_tail(backend: str) -> None:
-    """Every length up to 600 bytes at four alignments (each remainder of 16 and of 64
-    bytes, folded with the last lane or left to the table) against zlib."""
-    script = ("import sys, zlib, random, kcodec\n"
+def test_every_length_and_alignment(backend: str) -> None:
+    """Every length up to 600 bytes at eight alignments (each remainder of 8, 16 and 64
+    bytes, words loaded unaligned, the IEEE CRC-32's tail folded with the last lane or
+    left to the table), against the crc32c package and zlib."""
+    script = ("import sys, zlib, random, crc32c, kcodec\n"
               "rng = random.Random(5)\n"
               "for size in range(600):\n"
-              "    data = rng.randbytes(size + 3)\n"
-              "    for misalign in range(4):\n"
+              "    data = rng.randbytes(size + 7)\n"
+              "    for misalign in range(8):\n"
               "        view = data[misalign:misalign + size]\n"
+              "        if kcodec.crc32c(view, 99) != crc32c.crc32c(view, 99):\n"
+              "            sys.exit(f'CRC-32C {size} {misalign}')\n"
               "        if kcodec.crc32(view, 99) != zlib.crc32(view, 99):\n"
-              "            sys.exit(f'{size} {misalign}')\n")
+              "            sys.exit(f'CRC-32 {size} {misalign}')\n")
     proc = subprocess.run([sys.executable, "-c", script],
                           env=dict(os.environ, KCODEC_CRC32C=backend), capture_output=True,
                           text=True, cwd=os.path.dirname(__file__))
