@@ -61,6 +61,10 @@ cdef enum:
     MAX_VARINT = 5
     INITIAL_CAPACITY = 16384
     HEADERS_ON_STACK = 8
+    # ids of Compression.NONE and of TimestampType's members
+    COMPRESSION_NONE = 0
+    NO_TIMESTAMP_TYPE = -1
+    LOG_APPEND_TIME = 1
 
 
 cdef struct _Span:
@@ -160,6 +164,32 @@ cdef int _check_legacy_options(int magic, bint is_transactional, bint is_control
     return 0
 
 
+# compression= and timestamp_type= as they are usually given, to their ids in one lookup:
+# the enums' own parsing took ~0.2 us each, a fifth of building a single-record batch
+cdef dict _CODEC_IDS = {**{member: int(member) for member in Compression},
+                        **{member.name.lower(): int(member) for member in Compression},
+                        "uncompressed": 0, None: 0}
+cdef dict _TIMESTAMP_TYPE_IDS = {member: int(member) for member in TimestampType}
+
+
+cdef int _codec_id(object compression) except -2:
+    """The codec id of ``compression`` (a member, an id or a Kafka name)."""
+    if compression is None or isinstance(compression, (int, str)):
+        found = _CODEC_IDS.get(compression)
+        if found is not None:
+            return found
+    return Compression.parse(compression)
+
+
+cdef int _timestamp_type_id(object timestamp_type) except -2:
+    """The id of ``timestamp_type`` (a member or an id)."""
+    if isinstance(timestamp_type, int):
+        found = _TIMESTAMP_TYPE_IDS.get(timestamp_type)
+        if found is not None:
+            return found
+    return TimestampType(timestamp_type)
+
+
 cdef inline Py_ssize_t _field_size(_Span s) noexcept:
     if s.size < 0:
         return 1
@@ -231,10 +261,10 @@ cdef class BatchBuilder:
         if magic not in (0, 1, 2, 3):
             raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2, or "
                              "KIP-931's experimental 3)")
-        codec = Compression.parse(compression)
-        if codec == Compression.NONE and level is not None:
+        cdef int codec = _codec_id(compression)
+        if codec == COMPRESSION_NONE and level is not None:
             raise ValueError("a compression level needs a codec")
-        if codec != Compression.NONE:
+        if codec != COMPRESSION_NONE:
             # checks codec, magic, level and plugin now
             _compress_to_scratch(codec, b"", level, magic, plugin=plugin)
         self._plugin = plugin
@@ -248,8 +278,8 @@ cdef class BatchBuilder:
             self._len = self._records_at = V3_MAX_HEADER  # the header's varints come last
         self._magic = magic
         self._level = level
-        ts_type = TimestampType(timestamp_type)
-        if ts_type == TimestampType.NO_TIMESTAMP_TYPE and magic > 0:
+        cdef int ts_type = _timestamp_type_id(timestamp_type)
+        if ts_type == NO_TIMESTAMP_TYPE and magic > 0:
             raise ValueError(f"magic {magic} has CreateTime or LogAppendTime timestamps")
         self._attributes = codec
         if magic == 3:
@@ -259,7 +289,7 @@ cdef class BatchBuilder:
                 raise ValueError("the headers-first layout is a magic-3 experiment (magic=3)")
             self._attributes |= ATTR_HEADERS_FIRST
         self._log_append_time = -1
-        if ts_type == TimestampType.LOG_APPEND_TIME:
+        if ts_type == LOG_APPEND_TIME:
             self._attributes |= ATTR_LOG_APPEND_TIME
             self._log_append_time = _now_ms() if log_append_time is None else log_append_time
         elif log_append_time is not None:
@@ -616,7 +646,7 @@ def empty_batch(*, int64_t base_offset, int64_t last_offset, int64_t max_timesta
     if magic not in (2, 3):
         raise ValueError("empty batches exist in magic 2 and 3")
     cdef int attributes = 0
-    if TimestampType(timestamp_type) == TimestampType.LOG_APPEND_TIME:
+    if _timestamp_type_id(timestamp_type) == LOG_APPEND_TIME:
         attributes |= ATTR_LOG_APPEND_TIME
     if is_transactional:
         attributes |= ATTR_TRANSACTIONAL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -189,6 +190,41 @@ def test_compression_argument_checks() -> None:
         kcodec.BatchBuilder(level=3)
     with pytest.raises(ValueError):
         kcodec.BatchBuilder(compression="snappy", level=1)
+
+
+
+@pytest.mark.parametrize("compression", [kcodec.Compression.LZ4, 3, "lz4", " LZ4 ", "Lz4"])
+def test_codec_given_any_way(compression: Any) -> None:
+    builder = kcodec.BatchBuilder(compression=compression)
+    builder.append(b"x", timestamp=TS)
+    assert only_batch(builder.build()).compression == kcodec.Compression.LZ4
+
+
+@pytest.mark.parametrize("compression", [None, 0, "none", "uncompressed", "NONE",
+                                         kcodec.Compression.NONE])
+def test_no_codec_given_any_way(compression: Any) -> None:
+    builder = kcodec.BatchBuilder(compression=compression)
+    builder.append(b"x", timestamp=TS)
+    assert only_batch(builder.build()).compression == kcodec.Compression.NONE
+
+
+@pytest.mark.parametrize("compression", [7, -1, "brotli", 2.5, [1]])
+def test_unknown_codec_refused_as_the_enum_refuses_it(compression: Any) -> None:
+    with pytest.raises((ValueError, TypeError)) as builder_error:
+        kcodec.BatchBuilder(compression=compression)
+    with pytest.raises(type(builder_error.value)):
+        kcodec.Compression.parse(compression)
+
+
+@pytest.mark.parametrize("timestamp_type", [1, TimestampType.LOG_APPEND_TIME])
+def test_timestamp_type_given_as_member_or_id(timestamp_type: Any) -> None:
+    builder = kcodec.BatchBuilder(timestamp_type=timestamp_type, log_append_time=TS)
+    builder.append(b"x", timestamp=TS - 5)
+    assert only_batch(builder.build()).timestamp_type == TimestampType.LOG_APPEND_TIME
+    bad: Any
+    for bad in (2, "1", None):
+        with pytest.raises(ValueError):
+            kcodec.BatchBuilder(timestamp_type=bad)
 
 
 # ---- magic 0 and 1 -----------------------------------------------------------------------
