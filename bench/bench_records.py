@@ -2,7 +2,10 @@
 
 Peers, measured in the same run: kafka-python (pure Python) and aiokafka (Cython).
 Every reader validates the batch CRC, as consumers do by default (check.crcs).
-Ratios are "kcodec is N times faster" (peer median / kcodec median).
+Ratios are "kcodec is N times faster" (peer median / kcodec median). Batches of 1000
+records, and 1000 single-record batches of 100 B (as producers that send each record at
+once write them; kcodec frames them from one buffer, the peers are handed each batch
+already cut out, as they have no framing of their own).
 
     python bench/bench_records.py [--rounds N] [--quick]
 """
@@ -31,8 +34,35 @@ from common import (  # noqa: E402
 import kcodec  # noqa: E402
 
 RECORDS_PER_BATCH = 1000
+SMALL_BATCHES = 1000
 TARGETS = {("read", 100): 1.5, ("read", 1024): 3.0, ("build", 100): 1.5, ("build", 1024): 3.0,
            ("crc32c", 65536): 0.9, ("crc32c", 1 << 20): 0.9}
+
+
+def small_batches(rounds: int, quick: bool) -> list[tuple[str, str, float, float | None, str]]:
+    """Reading and building SMALL_BATCHES single-record batches of 100 B values."""
+    records = sample_records(SMALL_BATCHES, 100)
+    parts = [build_kcodec([record]) for record in records]
+    assert [bytes(build_aiokafka([record])) for record in records] == parts
+    data = b"".join(parts)
+    rows = []
+    for op, contenders in (
+        ("read", {"kcodec": lambda: read_kcodec(data),
+                  "aiokafka": lambda: [read_aiokafka(part) for part in parts],
+                  "kafka-python": lambda: [read_kafka_python(part) for part in parts]}),
+        ("build", {"kcodec": lambda: [build_kcodec([record]) for record in records],
+                   "aiokafka": lambda: [build_aiokafka([record]) for record in records],
+                   "kafka-python": lambda: [build_kafka_python([record])
+                                            for record in records]}),
+    ):
+        if quick:
+            contenders.pop("kafka-python")
+        medians = interleaved(contenders, rounds)
+        for name, seconds in medians.items():
+            ratio = None if name == "kcodec" else seconds / medians["kcodec"]
+            rows.append((f"{op} {SMALL_BATCHES} x 1-record, 100 B", name, seconds, ratio,
+                         f"{SMALL_BATCHES / seconds / 1e6:.2f} M rec/s"))
+    return rows
 
 
 def main() -> int:
@@ -64,6 +94,7 @@ def main() -> int:
                 rows.append((f"{op} 1000 x {value_size} B", name, seconds, ratio,
                              f"{n / seconds / 1e6:.2f} M rec/s"))
             results[(op, value_size)] = medians["aiokafka"] / medians["kcodec"]
+    rows += small_batches(rounds, args.quick)
     for size in (65536, 1 << 20):
         blob = os.urandom(size)
         medians = interleaved({"kcodec": lambda: kcodec.crc32c(blob),
@@ -75,7 +106,8 @@ def main() -> int:
         results[("crc32c", size)] = medians["crc32c"] / medians["kcodec"]
     print(f"kcodec {kcodec.__version__}, crc32c backend {kcodec.crc32c_backend()}, "
           f"{rounds} interleaved rounds, medians")
-    print_table("uncompressed v2 batches, 1000 records, 16-byte keys", rows)
+    print_table("uncompressed v2 batches of 1000 records, and single-record batches; "
+                "16-byte keys", rows)
     print("\ntargets (kcodec speed / peer speed, peer = aiokafka; crc32c package for CRC)")
     for (op, size), target in TARGETS.items():
         got = results[(op, size)]
