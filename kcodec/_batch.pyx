@@ -258,7 +258,7 @@ cdef class RecordBatch:
     @property
     def buffer(self):
         """The batch's bytes as a memoryview of the input (no copy)."""
-        return memoryview(self._buf.obj)[self.position:self.position + self.size]
+        return self._buf.bytes_view()[self.position:self.position + self.size]
 
     def compute_crc(self):
         """The CRC-32C of the batch's bytes from offset 21, as the ``crc`` field should hold

@@ -315,7 +315,7 @@ cdef class LegacyBatch:
 
     @property
     def buffer(self):
-        return memoryview(self._buf.obj)[self.position:self.position + self.size]
+        return self._buf.bytes_view()[self.position:self.position + self.size]
 
     def compute_crc(self):
         """The CRC-32 of bytes [16, end), as the ``crc`` field should hold."""

@@ -9,6 +9,9 @@ cdef class InputBuffer:
     cdef const uint8_t *data
     cdef Py_ssize_t size
     cdef object obj
+    cdef object _bytes
+
+    cdef object bytes_view(self)
 
 
 @cython.final

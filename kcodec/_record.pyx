@@ -13,6 +13,13 @@ cdef class InputBuffer:
         self.size = self.view.len
         self.obj = obj
 
+    cdef object bytes_view(self):
+        """The input as a memoryview of bytes, made once: slices of it are byte ranges
+        whatever the input's own item format (an ``array('I')``'s view counts items)."""
+        if self._bytes is None:
+            self._bytes = memoryview(self.obj).cast("B")
+        return self._bytes
+
     def __dealloc__(self):
         # Releases the export. The garbage collector must not clear view.obj first (as
         # Cython's generated tp_clear would): the exporter would then be freed with an
