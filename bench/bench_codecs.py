@@ -5,6 +5,9 @@ For each codec, one batch of 1000 records (16-byte keys, JSON-like values of 1 K
 - kcodec: decompressing the batch as the reader does (framing, bounds, record scan), and
   reading it into Python records;
 - aiokafka and kafka-python reading (CRC checked) and building at the same level.
+Then small batches, as producers that send at once write them: 100 batches of 10 records
+with 100 B values per codec, read (kcodec frames them from one buffer; the peers are handed
+each batch already cut out) and built.
 
     python bench/bench_codecs.py [--rounds N] [--quick]
 """
@@ -67,6 +70,40 @@ def kcodec_decode_only(data: bytes) -> None:
 LEVELS = {"gzip": 9, "snappy": None, "lz4": 9, "zstd": 3}
 
 
+SMALL_BATCHES, SMALL_RECORDS = 100, 10
+
+
+def small_batches(rounds: int, quick: bool) -> tuple[list, list]:
+    """Rows, and (codec, read vs aiokafka, build vs aiokafka), of SMALL_BATCHES batches of
+    SMALL_RECORDS records with 100 B values per codec."""
+    records = sample_records(SMALL_RECORDS, 100)
+    total = SMALL_BATCHES * SMALL_RECORDS
+    rows, summary = [], []
+    for codec in CODEC_IDS:
+        parts = [build_kcodec(records, codec, LEVELS[codec]) for _ in range(SMALL_BATCHES)]
+        data = b"".join(parts)
+        read = interleaved({
+            "kcodec": lambda: read_kcodec(data),
+            "aiokafka": lambda: [read_aiokafka(part) for part in parts],
+            **({} if quick else {
+                "kafka-python": lambda: [read_kafka_python(part) for part in parts]}),
+        }, rounds)
+        build = interleaved({
+            "kcodec": lambda: [build_kcodec(records, codec, LEVELS[codec])
+                               for _ in range(SMALL_BATCHES)],
+            "aiokafka": lambda: [build_aiokafka(records, CODEC_IDS[codec])
+                                 for _ in range(SMALL_BATCHES)],
+        }, rounds)
+        for op, medians in (("read", read), ("build", build)):
+            for name, seconds in medians.items():
+                ratio = None if name == "kcodec" else seconds / medians["kcodec"]
+                rows.append((f"{op} {codec}, {SMALL_RECORDS} a batch", name, seconds, ratio,
+                             f"{total / seconds / 1e6:.2f} M rec/s"))
+        summary.append((codec, read["aiokafka"] / read["kcodec"],
+                        build["aiokafka"] / build["kcodec"]))
+    return rows, summary
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -111,6 +148,13 @@ def main() -> int:
     for codec, size, decode_over, read_over, read_ratio, build_ratio in summary:
         print(f"{codec:<7} {size:>11} {decode_over:>+15.0%} {read_over:>+24.0%} "
               f"{read_ratio:>16.2f}x {build_ratio:>17.2f}x")
+    small_rows, small_summary = small_batches(rounds, args.quick)
+    print()
+    print_table(f"{SMALL_BATCHES} batches of {SMALL_RECORDS} records, 100 B values",
+                small_rows)
+    print("\ncodec   small batches: read vs aiokafka  build vs aiokafka")
+    for codec, read_ratio, build_ratio in small_summary:
+        print(f"{codec:<7} {read_ratio:>32.2f}x {build_ratio:>17.2f}x")
     return 0
 
 
