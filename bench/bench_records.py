@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import crc32c as crc32c_package
 
@@ -35,17 +37,19 @@ import kcodec  # noqa: E402
 
 RECORDS_PER_BATCH = 1000
 SMALL_BATCHES = 1000
+# (case, implementation, median seconds, peer's time over kcodec's, rate)
+Row = tuple[str, str, float, float | None, str]
 TARGETS = {("read", 100): 1.5, ("read", 1024): 3.0, ("build", 100): 1.5, ("build", 1024): 3.0,
            ("crc32c", 65536): 0.9, ("crc32c", 1 << 20): 0.9}
 
 
-def small_batches(rounds: int, quick: bool) -> list[tuple[str, str, float, float | None, str]]:
+def small_batches(rounds: int, quick: bool) -> list[Row]:
     """Reading and building SMALL_BATCHES single-record batches of 100 B values."""
     records = sample_records(SMALL_BATCHES, 100)
     parts = [build_kcodec([record]) for record in records]
     assert [bytes(build_aiokafka([record])) for record in records] == parts
     data = b"".join(parts)
-    rows = []
+    rows: list[Row] = []
     for op, contenders in (
         ("read", {"kcodec": lambda: read_kcodec(data),
                   "aiokafka": lambda: [read_aiokafka(part) for part in parts],
@@ -55,14 +59,20 @@ def small_batches(rounds: int, quick: bool) -> list[tuple[str, str, float, float
                    "kafka-python": lambda: [build_kafka_python([record])
                                             for record in records]}),
     ):
-        if quick:
-            contenders.pop("kafka-python")
-        medians = interleaved(contenders, rounds)
-        for name, seconds in medians.items():
-            ratio = None if name == "kcodec" else seconds / medians["kcodec"]
-            rows.append((f"{op} {SMALL_BATCHES} x 1-record, 100 B", name, seconds, ratio,
-                         f"{SMALL_BATCHES / seconds / 1e6:.2f} M rec/s"))
+        rows += measure(f"{op} {SMALL_BATCHES} x 1-record, 100 B", contenders, rounds, quick,
+                        SMALL_BATCHES)[0]
     return rows
+
+
+def measure(case: str, contenders: dict[str, Callable[[], Any]], rounds: int, quick: bool,
+            records: int) -> tuple[list[Row], dict[str, float]]:
+    """The rows of one case (kafka-python left out when quick), and its medians."""
+    if quick:
+        contenders.pop("kafka-python")
+    medians = interleaved(contenders, rounds)
+    rows = [(case, name, seconds, None if name == "kcodec" else seconds / medians["kcodec"],
+             f"{records / seconds / 1e6:.2f} M rec/s") for name, seconds in medians.items()]
+    return rows, medians
 
 
 def main() -> int:
@@ -72,12 +82,11 @@ def main() -> int:
     args = parser.parse_args()
     rounds = 3 if args.quick else args.rounds
     results: dict[tuple[str, int], float] = {}
-    rows = []
+    rows: list[Row] = []
     for value_size in (100, 1024):
         records = sample_records(RECORDS_PER_BATCH, value_size)
         data = build_kcodec(records)
         assert bytes(build_aiokafka(records)) == data  # same bytes from both builders
-        n = RECORDS_PER_BATCH
         for op, contenders in (
             ("read", {"kcodec": lambda: read_kcodec(data),
                       "aiokafka": lambda: read_aiokafka(data),
@@ -86,13 +95,9 @@ def main() -> int:
                        "aiokafka": lambda: build_aiokafka(records),
                        "kafka-python": lambda: build_kafka_python(records)}),
         ):
-            if args.quick:
-                contenders.pop("kafka-python")
-            medians = interleaved(contenders, rounds)
-            for name, seconds in medians.items():
-                ratio = None if name == "kcodec" else seconds / medians["kcodec"]
-                rows.append((f"{op} 1000 x {value_size} B", name, seconds, ratio,
-                             f"{n / seconds / 1e6:.2f} M rec/s"))
+            case_rows, medians = measure(f"{op} 1000 x {value_size} B", contenders, rounds,
+                                         args.quick, RECORDS_PER_BATCH)
+            rows += case_rows
             results[(op, value_size)] = medians["aiokafka"] / medians["kcodec"]
     rows += small_batches(rounds, args.quick)
     for size in (65536, 1 << 20):
