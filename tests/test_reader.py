@@ -38,13 +38,11 @@ def test_buffer_types(wrap: type) -> None:
     assert [r.value for r in batch] == [b"value-0", b"value-1", b"value-2"]
 
 
-@pytest.mark.parametrize("codec", ["none", "lz4", "zstd"])
-@pytest.mark.parametrize("magic", [1, 2])
-def test_buffer_of_wider_items(codec: str, magic: int) -> None:
+@pytest.mark.parametrize(("magic", "codec"), [(1, "none"), (1, "lz4"), (2, "none"),
+                                              (2, "lz4"), (2, "zstd")])
+def test_buffer_of_wider_items(magic: int, codec: str) -> None:
     """An input whose buffer has items wider than a byte (an array of uint32) is read by
     its bytes: batches' ``buffer`` and compressed records sections are byte ranges."""
-    if codec == "zstd" and magic < 2:
-        pytest.skip("zstd needs magic 2")
     builder = kcodec.BatchBuilder(magic=magic, compression=codec)
     for i in range(3):
         builder.append(b"value-%d" % i, key=b"key-%d" % i, timestamp=TS + i)
