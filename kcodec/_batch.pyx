@@ -491,7 +491,7 @@ cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t m
                               bint strict, Py_ssize_t max_decompressed_size):
     """The plain v2 batches from ``position`` on, up to ``max_records`` records (a batch
     counting at least 1; the first is taken whatever its count), framed as read_batches
-    frames them; None when the batch there is no such batch (or one read_batches stops at
+    frames them; None when the batch there is not plain (or is one read_batches stops at
     or rejects, left for it to read)."""
     if _plain_batch_size(buf.data + position, buf.size - position) == 0:
         return None   # (no run made: a log of other batches pays nothing)

@@ -1561,7 +1561,6 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     # chunk's columns are then reserved for the whole join
     cdef Py_ssize_t by_block = 0
     cdef Py_ssize_t section, count, i
-    cdef Py_ssize_t tasks = 0   # a run's batches counting one each
     cdef const PlainBatch *plain
     cdef RecordBatch batch
     for entry in entries if room_for is None else room_for:
@@ -1633,9 +1632,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
         raise MemoryError()
     offsets = (max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX))
     timestamps = (max(timestamps[0], INT64_MIN), min(timestamps[1], INT64_MAX))
-    for entry in entries:
-        tasks += (<BatchRun>entry).n if type(entry) is BatchRun else 1
-    cdef _Run run = _Run(min(tasks, TASKS_A_PASS))
+    cdef _Run run = _Run(TASKS_A_PASS)   # (its pages touched as tasks fill them)
     cdef LegacyRun queued = LegacyRun.__new__(LegacyRun)   # plain LegacyBatch entries
     cdef kc_batch_info ranges   # the offset and timestamp ranges, for every entry
     ranges.offset_lo, ranges.offset_hi = offsets

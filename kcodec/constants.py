@@ -23,7 +23,7 @@ class Compression(enum.IntEnum):
         # one dict lookup for members, ids and lower-case names: the enum's own call
         # costs ~1 us, more than decompressing a small batch
         if isinstance(value, (int, str)):
-            member = _COMPRESSION_OF.get(value)
+            member = COMPRESSION_OF.get(value)
             if member is not None:
                 return member
         if isinstance(value, str):
@@ -37,7 +37,8 @@ class Compression(enum.IntEnum):
         return cls(value)
 
 
-_COMPRESSION_OF: dict[int | str, Compression] = {
+#: The codecs by member, id and lower-case Kafka name (``"uncompressed"`` too).
+COMPRESSION_OF: dict[int | str, Compression] = {
     **{member: member for member in Compression},   # (members hash as their ids)
     **{member.name.lower(): member for member in Compression},
     "uncompressed": Compression.NONE}
