@@ -16,10 +16,6 @@ VALIDITY = ("key_valid", "value_valid", "header_value_valid")
 BOOLEANS = ("is_transactional", "is_control")
 
 
-cdef extern from *:
-    int __builtin_popcount(unsigned int) nogil
-
-
 cdef struct _Column:
     uint8_t *data
     Py_ssize_t n
@@ -29,7 +25,7 @@ cdef struct _Column:
 
 cdef void _pack(_Column *column) noexcept nogil:
     # eight flags (bytes of 0 or 1) at a time: one multiply gathers their low bits into the
-    # top byte, flag i at bit i
+    # top byte, flag i at bit i, and another sums them there (counting the ones)
     cdef Py_ssize_t i
     cdef uint64_t eight
     cdef uint8_t bits
@@ -40,8 +36,9 @@ cdef void _pack(_Column *column) noexcept nogil:
     for i in range(0, column.n, 8):
         eight = 0
         memcpy(&eight, column.data + i, min(8, column.n - i))
-        bits = <uint8_t>(((eight & 0x0101010101010101ULL) * 0x0102040810204080ULL) >> 56)
-        ones += __builtin_popcount(bits)
+        eight &= 0x0101010101010101ULL
+        bits = <uint8_t>((eight * 0x0102040810204080ULL) >> 56)
+        ones += <int64_t>((eight * 0x0101010101010101ULL) >> 56)
         column.data[i // 8] = bits
     column.zeros = column.n - ones
 
