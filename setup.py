@@ -63,6 +63,7 @@ EXTENSIONS = [
     extension("_select"),
     extension("_groups"),
     extension("_bitmaps"),
+    extension("_handoff"),
 ]
 
 setup(

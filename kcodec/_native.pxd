@@ -34,6 +34,14 @@ cdef extern from "size_hint.h" nogil:
     int64_t kc_zstd_frame_most(const uint8_t *p, size_t n, uint64_t max_window)
 
 
+cdef extern from "handoff.h" nogil:
+    int64_t kc_atomic_load(int64_t *p)
+    int64_t kc_atomic_add(int64_t *p, int64_t v)
+    int32_t kc_atomic_exchange(int32_t *p, int32_t v)
+    void kc_cpu_relax()
+    int64_t kc_clock_ns()
+
+
 cdef extern from "endian.h" nogil:
     uint16_t kc_get_be16(const uint8_t *p)
     uint32_t kc_get_be32(const uint8_t *p)

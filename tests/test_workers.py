@@ -1,5 +1,6 @@
 """The helper threads that decode groups of batches: results in order, work shared with the
-calling thread, the first failure (in order) raised, and a fresh pool after fork."""
+calling thread, the first failure (in order) raised, a fresh pool after fork, and the
+signals they wait on (no wake-up lost, spinning or asleep)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import warnings
 import pytest
 
 import kcodec
+from kcodec._handoff import Signal
 from kcodec._workers import run_all
 from kcodec.errors import ChecksumError
 
@@ -83,3 +85,41 @@ def test_a_forked_child_gets_its_own_helpers() -> None:
             os.kill(child, signal.SIGKILL)
         os.waitpid(child, 0)
         assert answered and pipe.read() == "[1, 2, 3]"
+
+
+@pytest.mark.parametrize("spin", [0.0, 1e-6, 1e-3])
+def test_signals_lose_no_wake_up(spin: float) -> None:
+    """Two threads bat a count back and forth, each waiting for the other's notify: asleep
+    at once (spin 0), after spinning a microsecond (racing the notify), or spinning."""
+    ping, pong = Signal(), Signal()
+    rounds = 3000
+    counts: list[int] = []
+
+    def answer() -> None:
+        seen = 0
+        for _ in range(rounds):
+            seen = ping.wait_past(seen, spin)
+            pong.notify()
+
+    def ask() -> None:
+        seen = 0
+        for _ in range(rounds):
+            ping.notify()
+            seen = pong.wait_past(seen, spin)
+            counts.append(seen)
+
+    # (in threads of their own: a lost wake-up fails the test instead of hanging it)
+    players = [threading.Thread(target=play, daemon=True) for play in (answer, ask)]
+    for player in players:
+        player.start()
+    for player in players:
+        player.join(60)
+    assert not any(player.is_alive() for player in players)
+    assert counts == list(range(1, rounds + 1)) and ping.count == pong.count == rounds
+
+
+def test_a_signal_already_past_returns_at_once() -> None:
+    signal_ = Signal()
+    signal_.notify()
+    signal_.notify()
+    assert signal_.wait_past(0, 0.0) == 2 and signal_.wait_past(1, 10.0) == 2
