@@ -111,15 +111,17 @@ def entry_records(list entries):
     return numpy.asarray(_entry_records(entries))
 
 
-def entry_groups(list entries, Py_ssize_t parts):
+def entry_groups(list entries, Py_ssize_t parts, Py_ssize_t min_records=1):
     """At most ``parts`` contiguous groups of ``entries`` of about equal record counts (a
-    legacy wrapper's as its offsets suggest, see _entry_records)."""
+    legacy wrapper's as its offsets suggest, see _entry_records), and no more groups than
+    give each ``min_records`` records."""
     cdef Py_ssize_t n = len(entries), i, total = 0, load = 0
     if n == 0 or parts <= 1:
         return [list(entries)] if n else []
     cdef Py_ssize_t[::1] weights = _entry_records(entries)
     for i in range(n):
         total += weights[i]
+    parts = max(1, min(parts, total // max(min_records, 1)))
     cdef double target = <double>total / parts
     groups = [[]]
     for i in range(n):

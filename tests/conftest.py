@@ -33,6 +33,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def every_thread_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests' inputs are small, and a decode gives each thread it uses
+    RECORDS_A_THREAD records at least: every thread asked for decodes here, so that
+    splitting and joining are tested on them (test_columnar tests the rule itself)."""
+    from kcodec import columnar
+    monkeypatch.setattr(columnar, "RECORDS_A_THREAD", 1)
+
+
 #: Measurements tests record (``record_property``) and the summary prints, by section.
 SUMMARY_SECTIONS = {"fuzz": "fuzzing", "memory": "resident memory"}
 

@@ -1044,6 +1044,41 @@ def test_threads_join_parts_with_and_without_views(monkeypatch: pytest.MonkeyPat
     assert parts.count(False) == 1 and parts.count(True) >= 3
 
 
+def test_threads_get_a_share_of_records_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decode gives each thread it uses RECORDS_A_THREAD records at least: a smaller input
+    is decoded on fewer threads than asked for, in as many parts (decode_columns) or
+    chunks of records (decode_arrow); iter_arrow's chunks, when asked smaller, keep their
+    size and are shared among fewer threads."""
+    from kcodec import columnar
+    from kcodec._workers import run_all
+    used: list[tuple[int, int]] = []   # (parts, threads) of each run_all
+
+    def counted_run_all(work: Any, items: Any, threads: int) -> Any:
+        used.append((len(items), threads))
+        return run_all(work, items, threads)
+
+    monkeypatch.setattr(columnar, "run_all", counted_run_all)
+    monkeypatch.setattr(columnar, "RECORDS_A_THREAD", 2200)
+    batches = []
+    for base in range(0, 11000, 1100):   # ten batches of 1100 records, each framed alone
+        builder = kcodec.BatchBuilder(base_offset=base)
+        for i in range(1100):
+            builder.append(b"v%04d" % i, timestamp=TS)
+        batches.append(builder.build())
+    expected = rows(b"".join(batches))
+    for count, threads, parts in ((3, 2, 1), (5, 4, 2), (10, 4, 4), (10, 8, 5)):
+        log, records = b"".join(batches[:count]), 1100 * count
+        assert column_rows(kcodec.decode_columns(log, threads=threads,
+                                                 include_headers=True)) == expected[:records]
+        table = kcodec.decode_arrow(log, threads=threads, include_headers=True)
+        assert arrow_rows(table) == expected[:records]
+        assert len(table.to_batches()) == parts
+    used.clear()
+    chunks = list(kcodec.iter_arrow(b"".join(batches), chunk_records=1100, threads=2))
+    assert [batch.num_rows for batch in chunks] == [1100] * 10
+    assert used == [(2, 1)] * 5   # windows of 2200 records: one thread's share
+
+
 LEGACY = [(1, "none"), (0, "gzip"), (1, "lz4"), (0, "none"), (1, "snappy"), (0, "lz4"),
           (1, "gzip"), (0, "snappy"), (1, "none")]
 
