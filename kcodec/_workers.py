@@ -26,7 +26,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 # A helper spins this long for its next job before it sleeps: calls made one after another
-# (a stream's windows, a loop over fetched data) find it awake.
+# (a stream's windows, a loop over fetched data) find it awake. Only as many helpers as
+# there are cores besides the caller's spin; any started after them sleep at once.
 IDLE_SPIN = 200e-6
 # A caller spins at most this long for its helpers to finish, when every participant has a
 # core of its own (otherwise spinning would take a core a helper needs, and it sleeps at
@@ -46,12 +47,12 @@ _CORES = _available_cores()
 class _Helper:
     """A thread that runs the jobs posted to it, one at a time (kcodec._handoff.serve)."""
 
-    def __init__(self) -> None:
+    def __init__(self, spin: float) -> None:
         self.posted = Signal()
         self.done = Signal()
         self.job: Callable[[], object] | None = None
         self.done_before = 0   # done's count when the job running now was posted
-        threading.Thread(target=serve, args=(self.posted, self.done, self._run_posted, IDLE_SPIN),
+        threading.Thread(target=serve, args=(self.posted, self.done, self._run_posted, spin),
                          name="kcodec-decode", daemon=True).start()
 
     def _run_posted(self) -> None:
@@ -71,14 +72,18 @@ class _Helper:
 
 _lock = threading.Lock()
 _idle: list[_Helper] = []
+_started = 0   # helpers started in this process
 
 
 def _take(count: int) -> list[_Helper]:
     """``count`` helpers for one call: idle ones, and new ones if there are too few."""
+    global _started
     with _lock:
         taken = _idle[len(_idle) - count:] if count else []
         del _idle[len(_idle) - len(taken):]
-    return taken + [_Helper() for _ in range(count - len(taken))]
+        first_new, _started = _started, _started + count - len(taken)
+    return taken + [_Helper(IDLE_SPIN if first_new + i < _CORES - 1 else 0.0)
+                    for i in range(count - len(taken))]
 
 
 def _give_back(helpers: list[_Helper]) -> None:
@@ -88,9 +93,10 @@ def _give_back(helpers: list[_Helper]) -> None:
 
 def _forget_helpers() -> None:
     """After fork the child has none of the parent's threads (Spark forks its workers)."""
-    global _lock, _idle
+    global _lock, _idle, _started
     _lock = threading.Lock()
     _idle = []
+    _started = 0
 
 
 os.register_at_fork(after_in_child=_forget_helpers)

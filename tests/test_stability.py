@@ -225,6 +225,24 @@ def test_threads_read_what_one_thread_reads() -> None:
                 len(e) for e in expected]
 
 
+def test_decodes_on_several_threads_each_at_once() -> None:
+    """Calls from several threads at once, each asking for helper threads, take helpers of
+    their own and decode what one call alone decodes."""
+    logs = [log_of([batch(codec, records=20, base_offset=20 * i) for i in range(50)], 4)
+            for codec in CODECS]
+    expected = [kcodec.decode_columns(data) for data in logs]
+
+    def decode(data: bytes) -> dict[str, Any]:
+        return kcodec.decode_columns(data, threads=3)
+
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(10):
+            for got, want in zip(pool.map(decode, logs * 2), expected * 2):
+                assert got.keys() == want.keys()
+                assert all((got[k] == want[k]) if k == "count" else (got[k] == want[k]).all()
+                           for k in want)
+
+
 def test_threads_build_what_one_thread_builds() -> None:
     jobs = [(codec, i) for codec in CODECS for i in range(40)]
     expected = [batch(codec, records=30, base_offset=i) for codec, i in jobs]
