@@ -108,8 +108,7 @@ cdef class Signal:
 def serve(Signal posted, Signal done, run_posted, double spin) -> None:
     """A helper thread's loop: wait for ``posted`` to move, call ``run_posted()``, notify
     ``done``; forever. The notify and the wait for the next job share one stretch without
-    the GIL. ``run_posted`` is to keep its job's failures for the caller; should it raise
-    all the same, ``done`` is notified before the exception ends the thread."""
+    the GIL. ``run_posted`` is not to raise: it keeps its job's failure for the caller."""
     cdef int64_t seen = posted.count
     cdef int64_t spin_ns = <int64_t>(spin * 1e9)
     cdef bint ran = False
@@ -119,9 +118,4 @@ def serve(Signal posted, Signal done, run_posted, double spin) -> None:
                 done._notify()
             seen = posted._wait_past(seen, spin_ns)
         ran = True
-        try:
-            run_posted()
-        except BaseException:
-            with nogil:
-                done._notify()
-            raise
+        run_posted()

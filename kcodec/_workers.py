@@ -52,13 +52,17 @@ class _Helper:
         self.done = Signal()
         self.job: Callable[[], object] | None = None
         self.done_before = 0   # done's count when the job running now was posted
+        self.failure: BaseException | None = None
         threading.Thread(target=serve, args=(self.posted, self.done, self._run_posted, spin),
                          name="kcodec-decode", daemon=True).start()
 
     def _run_posted(self) -> None:
         job, self.job = self.job, None
-        if job is not None:
-            job()
+        try:
+            if job is not None:
+                job()
+        except BaseException as exc:   # (run_all's jobs keep their own): raised by join
+            self.failure = exc
 
     def post(self, job: Callable[[], object]) -> None:
         self.job = job
@@ -66,8 +70,11 @@ class _Helper:
         self.posted.notify()
 
     def join(self, spin: float) -> None:
-        """Wait until the job posted last is done."""
+        """Wait until the job posted last is done; raise what it raised."""
         self.done.wait_past(self.done_before, spin)
+        failure, self.failure = self.failure, None
+        if failure is not None:
+            raise failure
 
 
 _lock = threading.Lock()
@@ -130,9 +137,15 @@ def run_all(work: Callable[[T], R], items: Sequence[T], threads: int) -> list[R]
             posted.append(helper)
         take_turns()
     finally:
+        lost: list[BaseException] = []   # what a helper's job raised outside take_turns
         for helper in posted:
-            helper.join(spin)
+            try:
+                helper.join(spin)
+            except BaseException as exc:
+                lost.append(exc)
         _give_back(helpers)
+    if lost:
+        raise lost[0]
     if failures:
         raise failures[min(failures)]
     return results  # type: ignore[return-value]

@@ -123,3 +123,18 @@ def test_a_signal_already_past_returns_at_once() -> None:
     signal_.notify()
     signal_.notify()
     assert signal_.wait_past(0, 0.0) == 2 and signal_.wait_past(1, 10.0) == 2
+
+
+def test_a_helper_hands_back_what_its_job_raised_and_serves_on() -> None:
+    from kcodec._workers import _Helper
+    helper, ran = _Helper(0.0), []
+
+    def fail() -> None:
+        raise ValueError("job")
+
+    helper.post(fail)
+    with pytest.raises(ValueError, match="job"):
+        helper.join(0.0)
+    helper.post(lambda: ran.append(threading.current_thread().name))
+    helper.join(1e-3)
+    assert ran == ["kcodec-decode"]
