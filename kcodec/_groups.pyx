@@ -54,26 +54,29 @@ cdef inline Py_ssize_t _as_the_others(Py_ssize_t guessed_records, Py_ssize_t gue
     return max(guessed_records // guessed, 1) if guessed else 1
 
 
-cdef Py_ssize_t[::1] _entry_records(list entries):
+cdef Py_ssize_t[::1] _entry_records(list entries, bint *unknown=NULL):
     """The records of each entry: a batch's count (at least 1), a run's or a plain
     message's, and for a legacy wrapper (whose count is known once it is decompressed) the
     offsets it moves past the entry before it, a wrapper's offset being its last record's.
     Wrappers whose offsets say nothing (the first entry, or offsets that do not grow, as
-    in a produce request) count as the others do on average, or as 1 record."""
-    cdef Py_ssize_t n = len(entries), i, guessed = 0, guessed_records = 0
+    in a produce request) count as the others do on average, or as 1 record; ``unknown``
+    is set when there is one but the first entry (whose count is then the others')."""
+    cdef Py_ssize_t n = len(entries), i, guessed = 0, guessed_records = 0, unknowns = 0
     cdef Py_ssize_t[::1] records = numpy.ones(n, dtype=numpy.intp)
     cdef int64_t last = 0, previous = 0
-    cdef bint unknown = False, guess
+    cdef bint guess
     for i in range(n):
         records[i] = _records_of(entries[i], &last, i > 0, previous, &guess)
-        unknown |= records[i] == 0
+        unknowns += records[i] == 0
         guessed += guess
         guessed_records += records[i] if guess else 0
         previous = last
-    if unknown:
+    if unknowns:
         for i in range(n):
             if records[i] == 0:
                 records[i] = _as_the_others(guessed_records, guessed)
+    if unknown != NULL:
+        unknown[0] = unknowns > (1 if guessed else 0)
     return records
 
 
@@ -114,14 +117,16 @@ def entry_records(list entries):
 def entry_groups(list entries, Py_ssize_t parts, Py_ssize_t min_records=1):
     """At most ``parts`` contiguous groups of ``entries`` of about equal record counts (a
     legacy wrapper's as its offsets suggest, see _entry_records), and no more groups than
-    give each ``min_records`` records."""
+    give each ``min_records`` records, unless legacy wrappers leave the count unknown."""
     cdef Py_ssize_t n = len(entries), i, total = 0, load = 0
+    cdef bint unknown = False
     if n == 0 or parts <= 1:
         return [list(entries)] if n else []
-    cdef Py_ssize_t[::1] weights = _entry_records(entries)
+    cdef Py_ssize_t[::1] weights = _entry_records(entries, &unknown)
     for i in range(n):
         total += weights[i]
-    parts = max(1, min(parts, total // max(min_records, 1)))
+    if not unknown:
+        parts = max(1, min(parts, total // max(min_records, 1)))
     cdef double target = <double>total / parts
     groups = [[]]
     for i in range(n):

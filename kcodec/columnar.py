@@ -33,7 +33,7 @@ from kcodec._columns import (
     release_spare_buffers,
     views_length,
 )
-from kcodec._groups import entry_groups, entry_records, entry_totals, entry_windows
+from kcodec._groups import entry_groups, entry_totals, entry_windows
 from kcodec._legacy import LegacyBatch, LegacyRun
 from kcodec._select import select_entries
 from kcodec._workers import run_all
@@ -339,7 +339,7 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
         groups = entry_groups(window, threads, min(RECORDS_A_THREAD, chunk_records))
         workers = len(groups)
         if workers > 1 and chunk_records < RECORDS_A_THREAD:
-            workers = max(1, min(workers, int(entry_records(window).sum()) // RECORDS_A_THREAD))
+            workers = len(entry_groups(window, workers, RECORDS_A_THREAD))
         yield from _decode_groups(groups, want, workers, options,
                                   lambda chunk: record_batch(chunk, names, topic, partition))
 

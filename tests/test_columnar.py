@@ -1048,7 +1048,8 @@ def test_threads_get_a_share_of_records_each(monkeypatch: pytest.MonkeyPatch) ->
     """A decode gives each thread it uses RECORDS_A_THREAD records at least: a smaller input
     is decoded on fewer threads than asked for, in as many parts (decode_columns) or
     chunks of records (decode_arrow); iter_arrow's chunks, when asked smaller, keep their
-    size and are shared among fewer threads."""
+    size and are shared among fewer threads. Legacy wrappers whose record counts are
+    unknown are split as asked."""
     from kcodec import columnar
     from kcodec._workers import run_all
     used: list[tuple[int, int]] = []   # (parts, threads) of each run_all
@@ -1077,6 +1078,13 @@ def test_threads_get_a_share_of_records_each(monkeypatch: pytest.MonkeyPatch) ->
     chunks = list(kcodec.iter_arrow(b"".join(batches), chunk_records=1100, threads=2))
     assert [batch.num_rows for batch in chunks] == [1100] * 10
     assert used == [(2, 1)] * 5   # windows of 2200 records: one thread's share
+    # legacy wrappers whose offsets do not grow (as in a produce request) leave their record
+    # counts unknown until decompressed: they are split as asked
+    wrapper = kcodec.BatchBuilder(magic=1, compression="lz4")
+    for i in range(50):
+        wrapper.append(b"v%02d" % i, timestamp=TS)
+    table = kcodec.decode_arrow(wrapper.build() * 4, threads=2)
+    assert table.num_rows == 200 and len(table.to_batches()) == 2
 
 
 LEGACY = [(1, "none"), (0, "gzip"), (1, "lz4"), (0, "none"), (1, "snappy"), (0, "lz4"),
