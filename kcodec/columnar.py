@@ -2,7 +2,8 @@
 
 Keys, values and headers are copied by the C core into contiguous buffers (offsets +
 data, as Arrow lays out binary columns), with no Python object per record; batches are
-decoded with the GIL released, so ``threads=N`` decodes N groups of batches at once.
+decoded with the GIL released, so ``threads=N`` decodes up to N groups of batches at once
+(each thread taking RECORDS_A_THREAD records at least: small inputs use fewer).
 Arrow output can instead take keys and values as ``binary_view`` columns, which point into
 the input and the decompressed batches, so no key or value is copied at all.
 Records are filtered as a Kafka consumer sees them: control records and (given the
