@@ -24,11 +24,13 @@ import zstandard
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
+    Row,
     build_aiokafka,
     build_kafka_python,
     build_kcodec,
     interleaved,
     lz4_blocks,
+    measure,
     print_table,
     read_aiokafka,
     read_kafka_python,
@@ -73,32 +75,29 @@ LEVELS = {"gzip": 9, "snappy": None, "lz4": 9, "zstd": 3}
 SMALL_BATCHES, SMALL_RECORDS = 100, 10
 
 
-def small_batches(rounds: int, quick: bool) -> tuple[list, list]:
+def small_batches(rounds: int,
+                  quick: bool) -> tuple[list[Row], list[tuple[str, float, float]]]:
     """Rows, and (codec, read vs aiokafka, build vs aiokafka), of SMALL_BATCHES batches of
     SMALL_RECORDS records with 100 B values per codec."""
     records = sample_records(SMALL_RECORDS, 100)
     total = SMALL_BATCHES * SMALL_RECORDS
-    rows, summary = [], []
+    rows: list[Row] = []
+    summary: list[tuple[str, float, float]] = []
     for codec in CODEC_IDS:
         parts = [build_kcodec(records, codec, LEVELS[codec]) for _ in range(SMALL_BATCHES)]
         data = b"".join(parts)
-        read = interleaved({
+        read_rows, read = measure(f"read {codec}, {SMALL_RECORDS} a batch", {
             "kcodec": lambda: read_kcodec(data),
             "aiokafka": lambda: [read_aiokafka(part) for part in parts],
-            **({} if quick else {
-                "kafka-python": lambda: [read_kafka_python(part) for part in parts]}),
-        }, rounds)
-        build = interleaved({
+            "kafka-python": lambda: [read_kafka_python(part) for part in parts],
+        }, rounds, quick, total)
+        build_rows, build = measure(f"build {codec}, {SMALL_RECORDS} a batch", {
             "kcodec": lambda: [build_kcodec(records, codec, LEVELS[codec])
                                for _ in range(SMALL_BATCHES)],
             "aiokafka": lambda: [build_aiokafka(records, CODEC_IDS[codec])
                                  for _ in range(SMALL_BATCHES)],
-        }, rounds)
-        for op, medians in (("read", read), ("build", build)):
-            for name, seconds in medians.items():
-                ratio = None if name == "kcodec" else seconds / medians["kcodec"]
-                rows.append((f"{op} {codec}, {SMALL_RECORDS} a batch", name, seconds, ratio,
-                             f"{total / seconds / 1e6:.2f} M rec/s"))
+        }, rounds, quick, total)
+        rows += read_rows + build_rows
         summary.append((codec, read["aiokafka"] / read["kcodec"],
                         build["aiokafka"] / build["kcodec"]))
     return rows, summary

@@ -15,17 +15,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
-from typing import Any
 
 import crc32c as crc32c_package
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
+    Row,
     build_aiokafka,
     build_kafka_python,
     build_kcodec,
     interleaved,
+    measure,
     print_table,
     read_aiokafka,
     read_kafka_python,
@@ -37,8 +37,6 @@ import kcodec  # noqa: E402
 
 RECORDS_PER_BATCH = 1000
 SMALL_BATCHES = 1000
-# (case, implementation, median seconds, peer's time over kcodec's, rate)
-Row = tuple[str, str, float, float | None, str]
 TARGETS = {("read", 100): 1.5, ("read", 1024): 3.0, ("build", 100): 1.5, ("build", 1024): 3.0,
            ("crc32c", 65536): 0.9, ("crc32c", 1 << 20): 0.9}
 
@@ -62,17 +60,6 @@ def small_batches(rounds: int, quick: bool) -> list[Row]:
         rows += measure(f"{op} {SMALL_BATCHES} x 1-record, 100 B", contenders, rounds, quick,
                         SMALL_BATCHES)[0]
     return rows
-
-
-def measure(case: str, contenders: dict[str, Callable[[], Any]], rounds: int, quick: bool,
-            records: int) -> tuple[list[Row], dict[str, float]]:
-    """The rows of one case (kafka-python left out when quick), and its medians."""
-    if quick:
-        contenders.pop("kafka-python")
-    medians = interleaved(contenders, rounds)
-    rows = [(case, name, seconds, None if name == "kcodec" else seconds / medians["kcodec"],
-             f"{records / seconds / 1e6:.2f} M rec/s") for name, seconds in medians.items()]
-    return rows, medians
 
 
 def main() -> int:

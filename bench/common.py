@@ -8,8 +8,11 @@ import statistics
 import struct
 import time
 from collections.abc import Callable
+from typing import Any
 
 Timings = dict[str, list[float]]
+# (case, implementation, median seconds, peer's time over kcodec's, rate)
+Row = tuple[str, str, float, float | None, str]
 
 
 def sample_value(size: int, seed: int = 0) -> bytes:
@@ -75,7 +78,19 @@ def interleaved(contenders: dict[str, Callable[[], object]], rounds: int,
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def print_table(title: str, rows: list[tuple[str, str, float, float | None, str]]) -> None:
+def measure(case: str, contenders: dict[str, Callable[[], Any]], rounds: int, quick: bool,
+            records: int) -> tuple[list[Row], dict[str, float]]:
+    """The rows of one case against "kcodec" (kafka-python left out when quick), and its
+    medians."""
+    if quick:
+        contenders.pop("kafka-python", None)
+    medians = interleaved(contenders, rounds)
+    rows = [(case, name, seconds, None if name == "kcodec" else seconds / medians["kcodec"],
+             f"{records / seconds / 1e6:.2f} M rec/s") for name, seconds in medians.items()]
+    return rows, medians
+
+
+def print_table(title: str, rows: list[Row]) -> None:
     """rows: (case, contender, seconds per op, ratio vs kcodec or None, unit-rate text)."""
     print(f"\n{title}")
     print(f"{'case':<28} {'implementation':<14} {'median':>11} {'rate':>16} {'kcodec is':>11}")
