@@ -28,6 +28,8 @@ from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc,
                              inner_without_gil, next_inner, open_inner, raise_crc_mismatch,
                              shallow_message)
 from kcodec._crc32c cimport crc32c_update
+from kcodec._libzstd cimport (zstd_callable, zstd_context, zstd_give_back,
+                              zstd_release_spares)
 from kcodec._record cimport InputBuffer
 from kcodec._scratch cimport (Scratch, ScratchBuffer, scratch_give_back, scratch_release_spares,
                              scratch_resize, scratch_take)
@@ -174,12 +176,13 @@ def pooled_empty(Py_ssize_t n, dtype):
 
 
 def release_spare_buffers():
-    """Free the column and decompression buffers kept for reuse; returns how many bytes
-    that released."""
+    """Free the column and decompression buffers (and zstd decompression contexts) kept
+    for reuse; returns how many bytes of buffers that released."""
     cdef size_t released = _spare_bytes
     while _n_spares:
         free(_spare_data[_n_spares - 1])
         _remove_spare(_n_spares - 1)
+    zstd_release_spares()
     return released + scratch_release_spares()
 
 
@@ -422,6 +425,7 @@ cdef class _Run:
     cdef Py_ssize_t n, capacity
     cdef list entries   # the entries the tasks come from (a task's ``entry``), for errors
     cdef list keep      # what keeps the tasks' bytes alive (the input or a ScratchBuffer)
+    cdef void *zstd     # a _libzstd context, once a zstd frame is queued
     cdef bint frames    # whether a queued frame is among the tasks
     cdef bint wrappers  # whether a queued legacy wrapper is
     cdef size_t frame_bytes   # their compressed bytes
@@ -450,6 +454,7 @@ cdef class _Run:
 
     def __dealloc__(self):
         free(self.tasks)
+        zstd_give_back(self.zstd)
 
 
 cdef enum:
@@ -676,13 +681,15 @@ cdef int _keep_decompressed(_Task *task, ScratchBuffer records) except -1:
 
 
 cdef enum:
-    # LZ4 and snappy batches of fewer bytes than this are queued as frames: decoded with the
-    # batches queued around them in one pass without the GIL, rather than one at a time with
-    # it held (_decode_by_block); with binary views, the run's frames are decompressed one
-    # after another into a buffer of their own that the views point into. Two
-    # threads had taken turns at the GIL: decode_arrow of 100 000 records in 10-record
+    # LZ4, snappy and zstd batches of fewer bytes than this are queued as frames: decoded
+    # with the batches queued around them in one pass without the GIL, rather than one at a
+    # time with it held (_decode_by_block); with binary views, the run's frames are
+    # decompressed one after another into a buffer of their own that the views point into.
+    # Two threads had taken turns at the GIL: decode_arrow of 100 000 records in 10-record
     # batches with two threads took 4.4 ms (snappy) and 5.3 ms (lz4), now 2.9 and 2.8; one
-    # thread 3.9 and 4.4 ms, now 3.4 and 3.5 (no Python object a batch).
+    # thread 3.9 and 4.4 ms, now 3.4 and 3.5 (no Python object a batch). zstd (libzstd from
+    # C, kcodec/_libzstd.pyx): one thread 28.9-31.5 ms, now 18.8-20.1; two 25.9-37.8, now
+    # 10.3-10.5.
     QUEUED_FRAME_MAX = NOGIL_FROM
     # a run's kept frames (binary views) end within this many bytes (a view's offset is an
     # int32); a frame past it is left over, to the ordinary path
@@ -692,15 +699,21 @@ cdef enum:
     FRAME_BYTES_A_PASS = 4 << 20
 
 
-cdef inline bint _queues_as_frame(RecordBatch batch) noexcept:
-    """Whether a batch _decode_by_block takes is queued as a frame instead."""
-    return (batch.attributes & ATTR_CODEC) != 4 and batch.size < QUEUED_FRAME_MAX
+cdef inline bint _queues_as_frame(RecordBatch batch) except -1:
+    """Whether a batch _decode_by_block takes is queued as a frame instead (zstd only when
+    libzstd can be called without the GIL, kcodec/_libzstd.pyx)."""
+    return batch.size < QUEUED_FRAME_MAX and ((batch.attributes & ATTR_CODEC) != 4 or
+                                              zstd_callable())
 
 
 cdef int _queue_frame(_Run run, RecordBatch batch) except -1:
-    """Queue a small LZ4 or snappy batch, to be decompressed and decoded in the run's pass
-    (_decode_frame)."""
+    """Queue a small LZ4, snappy or zstd batch, to be decompressed and decoded in the run's
+    pass (_decode_frame)."""
     cdef _Task *task = &run.tasks[run.n]
+    if batch.attributes & ATTR_CODEC == 4 and run.zstd == NULL:
+        run.zstd = zstd_context()
+        if run.zstd == NULL:
+            raise MemoryError()
     _fill_info(&task.info, batch, run.strict, &run.ranges)
     task.info.values_in_place = (run.want & KC_COL_VALUE and not run.want & KC_COL_VIEWS
                                  and task.info.compression == 2)
@@ -804,6 +817,7 @@ cdef struct _Pass:
     Py_ssize_t limit
     Scratch *sink
     Py_ssize_t *kept
+    void *zstd          # the run's _libzstd context (NULL: no zstd frame is queued)
     bint validate_crc   # (of wrappers: a v2 task checks its CRC when crc_from is set)
 
 
@@ -856,6 +870,7 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
     settings.limit = run.limit
     settings.sink = &sink
     settings.kept = NULL
+    settings.zstd = run.zstd
     settings.validate_crc = run.validate_crc
     if run.n == 0:
         return 0
@@ -1274,7 +1289,7 @@ cdef int _decode_frame(kc_columns *c, _Task *task, const _Pass *settings) noexce
     hook.base = hook.front = length
     cdef bint ok = frame_without_gil(task.info.compression, task.start, task.end - task.start,
                                      2, settings.limit, run.sink, &length,
-                                     &hook) == FRAME_DONE
+                                     &hook, settings.zstd) == FRAME_DONE
     ok = ok and length <= INT32_MAX
     if run.in_place:   # the column takes its buffer back, wherever growth moved it
         c.value_data.data, c.value_data.cap = lent.data, lent.capacity
@@ -1316,7 +1331,7 @@ cdef int _decode_wrapper(kc_columns *c, _Task *task, const _Pass *settings) noex
         return LEFT_OVER
     if (frame_without_gil(wrapper.attributes & ATTR_CODEC, wrapper.value, wrapper.value_len,
                           wrapper.magic, settings.limit, settings.sink, &length,
-                          &hook) != FRAME_DONE or
+                          &hook, NULL) != FRAME_DONE or
             not inner_without_gil(wrapper, settings.sink.data + start, length - start,
                                   settings.validate_crc, &inner)):
         return LEFT_OVER

@@ -2,6 +2,8 @@ from typing_extensions import Buffer
 
 from kcodec._scratch import ScratchBuffer
 
+ZSTD_LIMITS: tuple[int, int, int]
+
 def xxh32(data: Buffer, seed: int = 0) -> int: ...
 def lz4_header_checksum(descriptor: Buffer, magic: int) -> int: ...
 def lz4_frame_into(

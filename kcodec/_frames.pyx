@@ -7,16 +7,18 @@ GIL round trip each, and two threads then spend more time handing the GIL over t
 decoding. Those decoders decide only blocks the libraries certainly decode the same way;
 any other block goes to the library (cramjam: liblz4, and snappy), one Python-level call
 per block, and its verdict stands. Acceptance follows Java's readers (FORMAT.md §4.2, §4.3).
-zstd frames are python-zstandard's to read; this module only tells, from a frame's headers,
-whether a section is one frame and the most it decompresses to (zstd_frame_most).
+zstd frames are python-zstandard's to read; this module tells, from a frame's headers,
+whether a section is one frame and the most it decompresses to (zstd_frame_most), and
+decompresses such a small frame without the GIL by libzstd called from C (kcodec._libzstd).
 """
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stddef cimport ptrdiff_t
 from libc.string cimport memcpy, memmove
 
 import cramjam
 
+from kcodec._libzstd cimport zstd_decompress
 from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_resize
 from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
                              kc_get_le, kc_lz4_block, kc_put_be32, kc_snappy_block,
@@ -30,6 +32,9 @@ cdef extern from "Python.h":
     int PyBUF_READ
     int PyBUF_WRITE
 
+
+# the zstd bounds of _frames.pxd, for kcodec.codecs
+ZSTD_LIMITS = (ZSTD_WINDOW_MAX, ZSTD_ONE_CALL_INPUT, ZSTD_ONE_CALL_MOST)
 
 cdef object _lz4_compress_into = cramjam.lz4.compress_block_into
 cdef object _snappy_compress_into = cramjam.snappy.compress_raw_into
@@ -484,16 +489,20 @@ cdef int _snappy_raw(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
 
 cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
                            Py_ssize_t limit, Scratch *out, Py_ssize_t *length,
-                           BlockHook *hook) noexcept nogil:
+                           BlockHook *hook, void *zstd) noexcept nogil:
     """An LZ4 frame of the given magic (codec 3) or snappy data (codec 2) into ``out`` after
-    its ``*length`` bytes, as lz4_frame_with_hook and snappy_with_hook decode it, without the
-    GIL: FRAME_DONE, FRAME_STOPPED (the hook stopped it), or FRAME_UNDECIDED when it needs
-    what those take the GIL for (a library's verdict on a block, an error to raise) or
-    memory runs out; ``out`` may then hold part of the frame."""
+    its ``*length`` bytes, as lz4_frame_with_hook and snappy_with_hook decode it, or a zstd
+    frame (codec 4) by libzstd with the context ``zstd``, as python-zstandard decompresses
+    it in one call (kcodec.codecs.zstd_frame_in_one_call), without the GIL: FRAME_DONE,
+    FRAME_STOPPED (the hook stopped it), or FRAME_UNDECIDED when it needs what those take
+    the GIL for (a library's verdict on a block, an error to raise, a zstd frame too large
+    for one call) or memory runs out; ``out`` may then hold part of the frame."""
     cdef Py_ssize_t pos, max_block, budget
     cdef bint block_checksum
     cdef ptrdiff_t stated
     cdef int status
+    if codec == 4:
+        return _zstd_frame(p, n, limit, out, length, hook, zstd)
     if codec == 3:
         pos = _lz4_header(p, n, magic, &max_block, &block_checksum)
         if pos < 0:
@@ -526,6 +535,24 @@ cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
                 return FRAME_UNDECIDED
     return (FRAME_DONE if status == BLOCKS_DONE else
             FRAME_STOPPED if status == BLOCKS_STOPPED else FRAME_UNDECIDED)
+
+
+cdef int _zstd_frame(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, Scratch *out,
+                     Py_ssize_t *length, BlockHook *hook, void *zstd) noexcept nogil:
+    """frame_without_gil's zstd frame: one frame, decompressed in one call into room for
+    the most its framing allows, which must be within ``limit`` and ZSTD_ONE_CALL_MOST."""
+    if zstd == NULL:
+        return FRAME_UNDECIDED
+    cdef int64_t most = kc_zstd_frame_most(p, <size_t>n, ZSTD_WINDOW_MAX)
+    if (most < 0 or most > ZSTD_ONE_CALL_MOST or _dropped(hook) + length[0] + most > limit or
+            scratch_resize(out, <size_t>(length[0] + max(most, 1))) < 0):
+        return FRAME_UNDECIDED
+    cdef Py_ssize_t got = zstd_decompress(zstd, out.data + length[0], <size_t>most, p,
+                                          <size_t>n)
+    if got < 0:
+        return FRAME_UNDECIDED
+    length[0] += got
+    return FRAME_STOPPED if _after_block(hook, out, length) else FRAME_DONE
 
 
 # ---- writing -----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import zstandard
 
 from kcodec import plugins
 from kcodec._frames import (
+    ZSTD_LIMITS,
     lz4_frame_compress,
     lz4_frame_into,
     snappy_compress,
@@ -178,7 +179,9 @@ def _gzip_decompress_zlib(data: memoryview, limit: int, sink: ScratchBuffer) -> 
 
 # ---- zstd (FORMAT.md §4.4) ----------------------------------------------------------------
 
-_ZSTD_MAX_WINDOW = 1 << 27  # zstd-jni's default limit: windowLog 27
+# zstd-jni's default window limit (windowLog 27), and which small frames are decompressed
+# in one call (kcodec/_frames.pxd)
+_ZSTD_MAX_WINDOW, ZSTD_ONE_CALL_INPUT, _ZSTD_ONE_CALL_MOST = ZSTD_LIMITS
 
 
 def _zstd_compress(data: memoryview, level: int, sink: ScratchBuffer) -> None:
@@ -229,18 +232,6 @@ def _zstd_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
                 window = window - got if got < window else 1 << 20
     except zstandard.ZstdError as exc:
         raise CompressionError(f"corrupt zstd data: {exc}") from None
-
-
-#: Records sections of at most this many bytes that are one zstd frame are decompressed in
-#: one call rather than through a stream reader, whose set-up costs about as much as a
-#: small batch's decompression: 100 000 records of 100 bytes in batches of 30 decoded to
-#: columns in 16 ms instead of 18.5, in batches of 300 (6 KB compressed) 3% faster. Larger
-#: ones are read into the decoder's own buffer rather than copied there from a new object
-#: (batches of 1000, 20 KB: 4% slower in one call).
-ZSTD_ONE_CALL_INPUT = 8192
-#: ... when their framing also bounds what they decompress to by this many bytes (the
-#: one-call output is allocated at that size).
-_ZSTD_ONE_CALL_MOST = 1 << 20
 
 
 def zstd_frame_in_one_call(data: memoryview, limit: int) -> bytes | None:

@@ -1274,13 +1274,13 @@ def _lz4_batch_of_blocks(header: bytes, records: bytes, count: int, base_offset:
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("codec", ["lz4", "snappy"])
+@pytest.mark.parametrize("codec", ["lz4", "snappy", "zstd"])
 def test_small_frames_decoded_in_one_pass_keep_every_verdict(codec: str, layout: str) -> None:
-    """Small LZ4 and snappy batches are queued with the uncompressed ones around them and
-    decompressed in one pass without the GIL (with binary views, into one buffer the views
-    share); a batch that pass cannot decide (a block only the library decides, a damaged
-    record, a limit) is undone and given the ordinary verdict, and the batches before and
-    after it are decoded as ever."""
+    """Small LZ4, snappy and zstd batches are queued with the uncompressed ones around them
+    and decompressed in one pass without the GIL (with binary views, into one buffer the
+    views share); a batch that pass cannot decide (a block only the library decides, a
+    damaged record, a limit) is undone and given the ordinary verdict, and the batches
+    before and after it are decoded as ever."""
     plain = [_batch_of(base, 10, 50) for base in range(0, 100, 10)]
     small = [_compressed_batch_of_records(codec, b[:61], b[61:], 10, base)
              for base, b in zip(range(0, 100, 10), plain)]
@@ -1341,6 +1341,58 @@ def test_small_frames_decoded_in_one_pass_keep_every_verdict(codec: str, layout:
     with pytest.raises(DecompressionLimitError) as limit:
         _decode(mixed, layout, max_decompressed_size=most - 1)
     assert limit.value.position == rows_limit.value.position == len(plain[0]) + 61
+
+
+def test_small_zstd_frames_of_every_kind_without_the_gil() -> None:
+    """libzstd is called without the GIL through python-zstandard's CFFI backend (cffi
+    comes with kcodec), with contexts kept from decode to decode (until the spare buffers
+    are released). Small zstd batches decode as the row reader reads them whether
+    their frame states its content size or not (zstd-jni's does not) and with a content
+    checksum; a frame whose framing allows more than one call takes (1 MiB), a damaged
+    checksum, and concatenated frames are left to the ordinary path, which decides them."""
+    import zstandard
+
+    from kcodec import _libzstd
+    assert _libzstd.available()
+    plain = [_batch_of(base, 10, 50) for base in range(0, 40, 10)]
+    sized, unsized, checked = (zstandard.ZstdCompressor(write_content_size=size,
+                                                        write_checksum=checksum)
+                               for size, checksum in [(True, False), (False, False),
+                                                      (False, True)])
+
+    def batch(header: bytes, section: bytes, count: int, base: int) -> bytes:
+        out = bytearray(header) + section
+        out[0:8] = base.to_bytes(8, "big")
+        out[8:12] = (len(out) - 12).to_bytes(4, "big")
+        out[22] |= int(kcodec.Compression.ZSTD)
+        out[57:61] = count.to_bytes(4, "big")
+        out[17:21] = kcodec.crc32c(bytes(out[21:])).to_bytes(4, "big")
+        return bytes(out)
+    zeros = _batch_of_values(40, [bytes(2000)] * 600)   # 1.2 MB of records, a few KB zstd
+    compressors = [sized, unsized, checked, unsized]
+    batches = [batch(b[:61], c.compress(b[61:]), 10, base)
+               for base, b, c in zip(range(0, 40, 10), plain, compressors)]
+    twice = bytes(plain[0][61:])
+    batches.append(batch(zeros[:61], unsized.compress(zeros[61:]), 600, 40))
+    batches.append(batch(plain[0][:61], sized.compress(twice[:100]) +
+                         sized.compress(twice[100:]), 10, 640))
+    log = b"".join(batches)
+    assert all(b.size < 16384 for b in kcodec.read_batches(log))
+    expected = rows(log)
+    for threads in (1, 2, 1):   # (decompression contexts kept, freed, and made again)
+        assert column_rows(kcodec.decode_columns(log, include_headers=True,
+                                                 threads=threads)) == expected
+        assert arrow_rows(views(log, include_headers=True, threads=threads)) == expected
+        kcodec.columnar.release_spare_buffers()
+    damaged = bytearray(batch(plain[1][:61], checked.compress(plain[1][61:]), 10, 10))
+    damaged[-1] ^= 1   # the content checksum
+    damaged[17:21] = kcodec.crc32c(bytes(damaged[21:])).to_bytes(4, "big")
+    with pytest.raises(CompressionError) as ordinary:
+        rows(batches[0] + bytes(damaged))
+    with pytest.raises(CompressionError) as caught:
+        kcodec.decode_columns(batches[0] + bytes(damaged))
+    assert (str(caught.value), caught.value.position) == (str(ordinary.value),
+                                                          ordinary.value.position)
 
 
 @pytest.mark.parametrize("per_batch", [10, 100])
