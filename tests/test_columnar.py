@@ -1180,7 +1180,14 @@ def _compressed_batch_of_records(codec: str, header: bytes, records: bytes, coun
     """``header`` (an uncompressed v2 batch's first 61 bytes) made a batch of the (possibly
     malformed) records region ``records`` compressed with ``codec``."""
     from kcodec import codecs
-    batch = bytearray(header) + codecs.compress(codec, records)
+    return _batch_of_section(header, codecs.compress(codec, records), codec, count, base_offset)
+
+
+def _batch_of_section(header: bytes, section: bytes, codec: str, count: int,
+                      base_offset: int) -> bytes:
+    """``header`` (an uncompressed v2 batch's first 61 bytes) made a batch of the records
+    section ``section``, compressed with ``codec``, of ``count`` records."""
+    batch = bytearray(header) + section
     batch[0:8] = base_offset.to_bytes(8, "big")
     batch[8:12] = (len(batch) - 12).to_bytes(4, "big")
     batch[22] |= int(kcodec.Compression[codec.upper()])
@@ -1264,13 +1271,7 @@ def _lz4_batch_of_blocks(header: bytes, records: bytes, count: int, base_offset:
     frame = (b"\x04\x22\x4d\x18" + descriptor
              + bytes([_frames.lz4_header_checksum(descriptor, 2)])
              + b"".join(len(b).to_bytes(4, "little") + b for b in (first, last)) + b"\0" * 4)
-    batch = bytearray(header) + frame
-    batch[0:8] = base_offset.to_bytes(8, "big")
-    batch[8:12] = (len(batch) - 12).to_bytes(4, "big")
-    batch[22] |= int(kcodec.Compression.LZ4)
-    batch[57:61] = count.to_bytes(4, "big")
-    batch[17:21] = kcodec.crc32c(bytes(batch[21:])).to_bytes(4, "big")
-    return bytes(batch)
+    return _batch_of_section(header, frame, "lz4", count, base_offset)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -1360,14 +1361,8 @@ def test_small_zstd_frames_of_every_kind_without_the_gil() -> None:
                                for size, checksum in [(True, False), (False, False),
                                                       (False, True)])
 
-    def batch(header: bytes, section: bytes, count: int, base: int) -> bytes:
-        out = bytearray(header) + section
-        out[0:8] = base.to_bytes(8, "big")
-        out[8:12] = (len(out) - 12).to_bytes(4, "big")
-        out[22] |= int(kcodec.Compression.ZSTD)
-        out[57:61] = count.to_bytes(4, "big")
-        out[17:21] = kcodec.crc32c(bytes(out[21:])).to_bytes(4, "big")
-        return bytes(out)
+    def batch(header: bytes, section: bytes, count: int, base: int) -> bytes:   # zstd's
+        return _batch_of_section(header, section, "zstd", count, base)
     zeros = _batch_of_values(40, [bytes(2000)] * 600)   # 1.2 MB of records, a few KB zstd
     compressors = [sized, unsized, checked, unsized]
     batches = [batch(b[:61], c.compress(b[61:]), 10, base)
