@@ -204,6 +204,28 @@ int64_t kc_zstd_frame_most(const uint8_t *p, size_t n, uint64_t max_window)
     return h.content_size <= r.high ? h.content_size : -1;
 }
 
+int kc_zstd_whole_frames(const uint8_t *p, size_t n)
+{
+    size_t pos = 0;
+    while (pos < n) {
+        size_t left = n - pos, end;
+        zstd_header h;
+        size_range r;
+        if (left >= 8 && (kc_get_le(p + pos, 4) & 0xFFFFFFF0u) == 0x184D2A50u) {
+            uint64_t size = kc_get_le(p + pos + 4, 4);   /* a skippable frame */
+            if (size > left - 8)
+                return 0;
+            pos += 8 + (size_t)size;
+            continue;
+        }
+        if (!zstd_read_header(p + pos, left, &h) || !zstd_blocks(p + pos, left, &h, &r, &end) ||
+            end == 0 || end > left)
+            return 0;
+        pos += end;
+    }
+    return 1;
+}
+
 void kc_decompressed_size_range(int codec, const uint8_t *p, size_t n, int64_t *low,
                                 int64_t *likely, int64_t *high)
 {

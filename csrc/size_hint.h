@@ -30,4 +30,10 @@ void kc_decompressed_size_range(int codec, const uint8_t *p, size_t n, int64_t *
  * blocks' headers. Otherwise -1. */
 int64_t kc_zstd_frame_most(const uint8_t *p, size_t n, uint64_t max_window);
 
+/* Whether p[0, n) is whole zstd frames (and skippable frames) one after another, by their
+ * headers and block headers: a stream reader that reaches the end of such input has read a
+ * frame's end, where input that ends inside a frame is truncated (which Java's reader
+ * refuses, and a stream reader meets only as the end of its input). */
+int kc_zstd_whole_frames(const uint8_t *p, size_t n);
+
 #endif

@@ -22,7 +22,8 @@ from kcodec._libzstd cimport zstd_decompress
 from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_resize
 from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
                              kc_get_le, kc_lz4_block, kc_put_be32, kc_snappy_block,
-                             kc_snappy_length, kc_xerial_magic, kc_xxh32, kc_zstd_frame_most)
+                             kc_snappy_length, kc_xerial_magic, kc_xxh32, kc_zstd_frame_most,
+                             kc_zstd_whole_frames)
 
 from kcodec.errors import CompressionError, DecompressionLimitError
 
@@ -168,6 +169,18 @@ def zstd_frame_most(data, uint64_t max_window):
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
         return kc_zstd_frame_most(<const uint8_t *>view.buf, <size_t>view.len, max_window)
+    finally:
+        PyBuffer_Release(&view)
+
+
+def zstd_whole_frames(data):
+    """Whether ``data`` is whole zstd frames one after another (skippable ones among them),
+    by their headers and block headers; a stream reader that reached the end of other input
+    stopped inside a frame, which is truncated (csrc/size_hint.h)."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        return kc_zstd_whole_frames(<const uint8_t *>view.buf, <size_t>view.len) != 0
     finally:
         PyBuffer_Release(&view)
 

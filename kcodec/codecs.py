@@ -27,6 +27,7 @@ from kcodec._frames import (
     snappy_compress,
     snappy_into,
     zstd_frame_most,
+    zstd_whole_frames,
 )
 from kcodec._scratch import ScratchBuffer
 from kcodec.constants import Compression
@@ -224,7 +225,10 @@ def _zstd_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
             while True:
                 window = min(window, 1 << 20, limit - len(sink) + 1)
                 got = reader.readinto(sink.window(window))
-                if not got:
+                if not got:   # (the reader ends as quietly inside a frame: Java's refuses)
+                    if not zstd_whole_frames(data):
+                        raise CompressionError("corrupt zstd data: the input ends inside a "
+                                               "frame")
                     return
                 sink.commit(got)
                 if len(sink) > limit:

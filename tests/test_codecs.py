@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kcodec import Compression
 from kcodec import codecs as C
-from kcodec._frames import zstd_frame_most
+from kcodec._frames import zstd_frame_most, zstd_whole_frames
 from kcodec.errors import (
     CompressionError,
     DecompressionLimitError,
@@ -250,6 +250,31 @@ def test_zstd_frame_stating_a_wrong_size() -> None:
         sized[5] = stated
         with pytest.raises(CompressionError):
             C.decompress("zstd", bytes(sized))
+
+
+def test_zstd_input_that_ends_inside_a_frame_is_refused() -> None:
+    """A zstd stream reader meets truncated input only as the input's end and stops there
+    quietly; Java's reader refuses it ("Truncated source"). Input cut anywhere inside a
+    frame (its header, a block, before its last block or checksum), or a frame and then
+    stray bytes, is a CompressionError, however small or large; whole frames one after
+    another (skippable ones too) are read."""
+    import zstandard
+    data = bytes(range(251)) * 2000   # several blocks
+    skippable = struct.pack("<II", 0x184D2A50, 3) + b"abc"
+    for frame in (C.compress("zstd", data), C.compress("zstd", data[:300]),
+                  zstandard.ZstdCompressor(write_checksum=True).compress(data)):
+        assert zstd_whole_frames(frame) and zstd_whole_frames(skippable + frame + frame)
+        for cut in sorted({2, 5, 8, len(frame) // 2, len(frame) - 4, len(frame) - 3,
+                           len(frame) - 1}):
+            assert not zstd_whole_frames(frame[:cut])
+            with pytest.raises(CompressionError, match="ends inside a frame"):
+                C.decompress("zstd", frame[:cut])
+            with pytest.raises(CompressionError, match="ends inside a frame"):
+                C.decompress("zstd", frame + frame[:cut])
+        for stray in (b"\x28", b"\x28\xb5", skippable[:6]):
+            assert not zstd_whole_frames(frame + stray)
+            with pytest.raises(CompressionError):
+                C.decompress("zstd", frame + stray)
 
 
 def test_the_extent_of_one_zstd_frame() -> None:

@@ -1390,6 +1390,30 @@ def test_small_zstd_frames_of_every_kind_without_the_gil() -> None:
                                                           ordinary.value.position)
 
 
+@pytest.mark.parametrize("values", [10, 1000])
+def test_truncated_zstd_batches_fail_as_rows_fail(values: int) -> None:
+    """A zstd batch whose section ends inside its frame (a small one, queued; a large one,
+    read a window at a time) fails in every layout with the row reader's error, at its
+    position, after the batch before it."""
+    import random
+    rng = random.Random(values)
+    plain = _batch_of_values(10, [rng.randbytes(100) for _ in range(values)])
+    from kcodec import codecs
+    section = codecs.compress("zstd", plain[61:])
+    before = _compressed_batch_of_records("zstd", plain[:61], plain[61:], values, 0)
+    for cut in (len(section) // 2, len(section) - 3):
+        log = before + _batch_of_section(plain[:61], section[:cut], "zstd", values, values)
+        with pytest.raises(CompressionError) as ordinary:
+            rows(log)
+        assert ordinary.value.position == len(before) + 61   # (its records section)
+        for layout in LAYOUTS:
+            for threads in (1, 2):
+                with pytest.raises(CompressionError) as caught:
+                    _decode(log, layout, threads=threads)
+                assert (str(caught.value), caught.value.position) == (
+                    str(ordinary.value), ordinary.value.position)
+
+
 @pytest.mark.parametrize("per_batch", [10, 100])
 def test_many_small_frames_are_decoded_a_few_megabytes_at_a_time(per_batch: int) -> None:
     """Queued frames are decoded once they hold 4 MiB or number 1024: with binary views,
