@@ -159,6 +159,42 @@ def test_generated_logs_of_mixed_codecs(batches: list[tuple[list[Any], str]],
     assert arrow_rows(views(data, include_headers=True, threads=threads)) == expected
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["gzip", "snappy", "lz4", "zstd"]),
+       st.lists(st.binary(max_size=300), min_size=1, max_size=20),
+       st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)), max_size=3),
+       st.one_of(st.none(), st.integers(0, 1 << 16)), st.sampled_from([1, 2]))
+def test_damaged_compressed_batches_fail_or_decode_as_rows_do(
+        codec: str, values: list[bytes], changes: list[tuple[int, int]], cut: int | None,
+        threads: int) -> None:
+    """A batch whose compressed section is damaged (bytes changed, or cut short) and whose
+    CRC still matches, twice over: the columns hold what the rows hold, or decoding fails
+    with the row reader's error at its position."""
+    from kcodec import codecs
+    plain = _batch_of_values(0, values)
+    section = bytearray(codecs.compress(codec, plain[61:]))
+    for at, byte in changes:
+        section[at % len(section)] = byte
+    if cut is not None:
+        section = section[:cut % (len(section) + 1)]
+    batch = _batch_of_section(plain[:61], bytes(section), codec, len(values), 0)
+    log = batch + batch
+    try:
+        expected: Any = [(r.offset, r.key, r.value) for b in kcodec.read_batches(log) for r in b]
+    except KcodecError as error:
+        expected = (type(error), error.position)
+    try:
+        got = kcodec.decode_columns(log, threads=threads)
+        values_got = [bytes(got["value_data"][got["value_offsets"][i]:got["value_offsets"][i + 1]])
+                      if got["value_valid"][i] else None for i in range(got["count"])]
+        keys_got = [bytes(got["key_data"][got["key_offsets"][i]:got["key_offsets"][i + 1]])
+                    if got["key_valid"][i] else None for i in range(got["count"])]
+        result: Any = list(zip(got["offset"].tolist(), keys_got, values_got))
+    except KcodecError as error:
+        result = (type(error), error.position)
+    assert result == expected
+
+
 def transactional_log() -> bytes:
     """pid 1 commits offsets 0-1, pid 2 aborts 2-3, plain data at 6."""
     def data(pid: int, base: int) -> bytes:
