@@ -20,7 +20,7 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_decode_records, kc_decode_whole_records,
                              kc_copy_out, kc_decompressed_size_range, kc_gather,
-                             kc_gather_views, kc_rebase_views, kc_zstd_whole_frames)
+                             kc_gather_views, kc_rebase_views)
 from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of, outside_ranges
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL)
@@ -1217,8 +1217,6 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
             else:
                 with zstd_stream_reader(section) as reader:
                     stopped = zstd_with_hook(reader, limit, records, &hook)
-                # input that ends inside a frame: the ordinary path raises
-                stopped = stopped or not kc_zstd_whole_frames(p + header, n - header)
         else:
             stopped = snappy_with_hook(p + header, n - header, limit, records, &hook)
     except (KcodecError, zstandard.ZstdError):

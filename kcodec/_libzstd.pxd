@@ -11,5 +11,5 @@ cdef void zstd_give_back(void *context) noexcept
 # bytes: how many, or -1 on any error (not enough room included).
 cdef Py_ssize_t zstd_decompress(void *context, uint8_t *out, size_t capacity,
                                 const uint8_t *frame, size_t n) noexcept nogil
-# Free the contexts kept; how many.
-cdef size_t zstd_release_spares() noexcept
+# Free the contexts kept.
+cdef void zstd_release_spares() noexcept

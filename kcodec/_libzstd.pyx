@@ -99,11 +99,8 @@ def available() -> bool:
     return zstd_callable()
 
 
-cdef size_t zstd_release_spares() noexcept:
+cdef void zstd_release_spares() noexcept:
     global _n_spares
-    cdef size_t released = 0
     while _n_spares:
         _n_spares -= 1
         _free(_spares[_n_spares])
-        released += 1
-    return released

@@ -225,10 +225,7 @@ def _zstd_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
             while True:
                 window = min(window, 1 << 20, limit - len(sink) + 1)
                 got = reader.readinto(sink.window(window))
-                if not got:   # (the reader ends as quietly inside a frame: Java's refuses)
-                    if not zstd_whole_frames(data):
-                        raise CompressionError("corrupt zstd data: the input ends inside a "
-                                               "frame")
+                if not got:
                     return
                 sink.commit(got)
                 if len(sink) > limit:
@@ -254,10 +251,35 @@ def zstd_frame_in_one_call(data: memoryview, limit: int) -> bytes | None:
         return None
 
 
-def zstd_stream_reader(data: memoryview) -> zstandard.ZstdDecompressionReader:
+def zstd_stream_reader(data: memoryview) -> _ZstdReader:
     """A python-zstandard stream reader over every frame of ``data``, with this thread's
-    decompression context; it raises ``zstandard.ZstdError``."""
-    return _zstd_decompressor().stream_reader(data, read_across_frames=True, read_size=1 << 17)
+    decompression context; it raises ``zstandard.ZstdError``, and CompressionError where
+    the input ends inside a frame."""
+    return _ZstdReader(data)
+
+
+class _ZstdReader:
+    """python-zstandard's stream reader, but for input that ends inside a frame: there the
+    library's reader ends as quietly as at a frame's end, and Java's refuses it ("Truncated
+    source"), so at its end the input is checked to be whole frames."""
+
+    def __init__(self, data: memoryview) -> None:
+        self._data = data
+        self._reader = _zstd_decompressor().stream_reader(data, read_across_frames=True,
+                                                          read_size=1 << 17)
+
+    def __enter__(self) -> _ZstdReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._reader.close()  # type: ignore[no-untyped-call]   # (untyped in its stub)
+
+    def readinto(self, buffer: Any) -> int:
+        """Bytes read into ``buffer``; 0 at the end of whole frames."""
+        got: int = self._reader.readinto(buffer)
+        if not got and not zstd_whole_frames(self._data):
+            raise CompressionError("corrupt zstd data: the input ends inside a frame")
+        return got
 
 
 _local = threading.local()
