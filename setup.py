@@ -63,6 +63,7 @@ EXTENSIONS = [
     extension("_columns", "columns.c", "size_hint.c", "snappy_block.c"),
     extension("_select"),
     extension("_groups"),
+    extension("_cuts"),
     extension("_bitmaps"),
     extension("_handoff"),
 ]

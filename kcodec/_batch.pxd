@@ -88,7 +88,7 @@ cdef class BatchRun:
 
 
 cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_records,
-                              bint strict, Py_ssize_t max_decompressed_size)
+                              Py_ssize_t stop, bint strict, Py_ssize_t max_decompressed_size)
 
 
 cdef inline int64_t add64(int64_t a, int64_t b) noexcept nogil:

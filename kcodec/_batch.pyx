@@ -488,11 +488,11 @@ cdef inline Py_ssize_t _plain_batch_size(const uint8_t *p, Py_ssize_t remaining)
 
 
 cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_records,
-                              bint strict, Py_ssize_t max_decompressed_size):
+                              Py_ssize_t stop, bint strict, Py_ssize_t max_decompressed_size):
     """The plain v2 batches from ``position`` on, up to ``max_records`` records (a batch
-    counting at least 1; the first is taken whatever its count), framed as read_batches
-    frames them; None when the batch there is not plain (or is one read_batches stops at
-    or rejects, left for it to read)."""
+    counting at least 1; the first is taken whatever its count) and none starting at
+    ``stop`` or later, framed as read_batches frames them; None when the batch there is
+    not plain (or is one read_batches stops at or rejects, left for it to read)."""
     if _plain_batch_size(buf.data + position, buf.size - position) == 0:
         return None   # (no run made: a log of other batches pays nothing)
     cdef BatchRun run = BatchRun.__new__(BatchRun)
@@ -536,6 +536,8 @@ cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t m
             run.records += weight
             run.size += size
             pos += size
+            if pos >= stop:
+                break
     if no_memory:
         raise MemoryError()
     run.buf = buf
@@ -544,7 +546,6 @@ cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t m
     return run
 
 
-@cython.final
 cdef class BatchReader:
     """Iterates the batches of a buffer (returned by :func:`read_batches`).
 
@@ -562,6 +563,7 @@ cdef class BatchReader:
     cdef bint _plain_runs   # stretches of plain legacy messages as LegacyRun objects
     cdef Py_ssize_t _run_records   # and of plain v2 batches as BatchRun objects of at most
                                    # this many records (0: none)
+    cdef Py_ssize_t _stop   # no batch starting here or later is read
     cdef readonly Py_ssize_t trailing_bytes
 
     def __iter__(self):
@@ -575,6 +577,9 @@ cdef class BatchReader:
         cdef const uint8_t *p = self._buf.data + self._pos
         cdef Py_ssize_t remaining = self._buf.size - self._pos
         cdef Py_ssize_t position = self._pos
+        if position >= self._stop:
+            self.trailing_bytes = 0
+            raise StopIteration
         self.trailing_bytes = remaining
         if remaining < LOG_OVERHEAD:
             raise StopIteration
@@ -598,8 +603,8 @@ cdef class BatchReader:
         cdef LegacyRun run
         cdef BatchRun batches
         if magic == 2 and self._run_records:
-            batches = frame_batch_run(self._buf, position, self._run_records, self._strict,
-                                      self._max_decompressed_size)
+            batches = frame_batch_run(self._buf, position, self._run_records, self._stop,
+                                      self._strict, self._max_decompressed_size)
             if batches is not None:
                 self._pos += batches.size
                 self.trailing_bytes = self._buf.size - self._pos
@@ -640,25 +645,46 @@ def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_s
     ``allow_magic3`` reads KIP-931's experimental magic 3, which Kafka (and so, by
     default, kcodec) rejects as an invalid magic.
     """
-    cdef BatchReader reader = BatchReader.__new__(BatchReader)
+    return _set_up(BatchReader.__new__(BatchReader), data, validate_crc, strict, max_batch_size,
+                   max_decompressed_size, allow_magic3)
+
+
+@cython.final
+cdef class EntryReader(BatchReader):
+    """Iterates the entries of a buffer for the columnar decoder (returned by
+    :func:`read_entries_for_columns`): batches, and stretches of plain batches or messages
+    as runs."""
+
+
+cdef BatchReader _set_up(BatchReader reader, data, bint validate_crc, bint strict,
+                         max_batch_size, max_decompressed_size, bint allow_magic3):
     reader._allow_magic3 = allow_magic3
     reader._buf = InputBuffer(data)
     reader._validate_crc = validate_crc
     reader._strict = strict
     reader._max_batch_size = -1 if max_batch_size is None else max_batch_size
     reader._max_decompressed_size = -1 if max_decompressed_size is None else max_decompressed_size
+    reader._stop = reader._buf.size
     return reader
 
 
 def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=None,
-                             bint allow_magic3=False, Py_ssize_t run_records=1024):
+                             bint allow_magic3=False, Py_ssize_t run_records=1024,
+                             Py_ssize_t start=0, stop=None):
     """read_batches without CRC checks (the columnar decoder checks them), but with each
     stretch of plain legacy messages as one LegacyRun (up to 1024 messages, parsed into an
     array) instead of a LegacyBatch each, and each stretch of plain v2 batches as one
     BatchRun (up to ``run_records`` records; 0: none): framing them costs no Python object
-    a message or a batch."""
-    reader = read_batches(data, validate_crc=False, strict=strict,
-                          max_decompressed_size=max_decompressed_size, allow_magic3=allow_magic3)
-    (<BatchReader>reader)._plain_runs = True
-    (<BatchReader>reader)._run_records = max(run_records, 0)
+    a message or a batch. Framing starts at byte ``start`` (where an entry must start) and
+    reads no entry that starts at ``stop`` or later: ``valid_bytes`` is then where the
+    entries read end (``stop`` or past it; before it only where the input ended)."""
+    cdef BatchReader reader = _set_up(EntryReader.__new__(EntryReader), data, False, strict,
+                                      None, max_decompressed_size, allow_magic3)
+    if not 0 <= start <= reader._buf.size:
+        raise ValueError(f"start {start} is outside the input's {reader._buf.size} bytes")
+    reader._pos = start
+    if stop is not None:
+        reader._stop = stop
+    reader._plain_runs = True
+    reader._run_records = max(run_records, 0)
     return reader
