@@ -238,11 +238,64 @@ static inline __m128i fold_wide(uint32_t reg, const uint8_t **pp, size_t *pn,
     return lane;
 }
 
+/* ---- x86-64: short buffers in three lanes -------------------------------------
+ * A buffer too short for the chunks of lanes above, as a small batch's CRC is, would be
+ * one chain of dependent CRC instructions. Cut into three lanes of L whole words, it is
+ * three chains that run side by side; the first two registers are then moved on past the
+ * lanes after them, each by one carry-less product: a 32-bit register r times the constant
+ * x^(8L-33) mod P, read as a 64-bit register, is r x^(8L-32), which the CRC instruction
+ * from a zero register reduces to r x^(8L) mod P. What is left, under 24 bytes, follows. */
+#define KC_THREE_LANES_MIN 96u     /* shorter buffers: one chain */
+#define KC_THREE_LANES_MAX 768u    /* longer ones: the chunks of lanes (KC_LANES x 128) */
+/* shift_by_words[m]: x^(64m-33) mod P, bit-reflected: moves a register on 8m bytes */
+static uint32_t shift_by_words[KC_THREE_LANES_MAX / 12 + 1];
+
+static void build_shift_by_words(void)
+{
+    for (uint32_t m = 1; m < sizeof shift_by_words / sizeof shift_by_words[0]; m++)
+        shift_by_words[m] = (uint32_t)(reflected_power(64 * m - 33, 0x1EDC6F41u) >> 32);
+}
+
+#define KC_THREE_LANES_TARGET __attribute__((target("pclmul,sse4.2")))
+
+KC_THREE_LANES_TARGET
+static inline uint64_t moved_on(uint64_t reg, uint32_t k)
+{
+    return (uint64_t)_mm_cvtsi128_si64(_mm_clmulepi64_si128(
+        _mm_cvtsi32_si128((int)(uint32_t)reg), _mm_cvtsi32_si128((int)k), 0x00));
+}
+
+/* For KC_THREE_LANES_MIN <= n < KC_THREE_LANES_MAX. */
+KC_THREE_LANES_TARGET
+static uint32_t raw_three_lanes(uint32_t reg, const uint8_t *p, size_t n)
+{
+    size_t lane = n / 24 * 8;
+    uint64_t c0 = reg, c1 = 0, c2 = 0;
+    for (size_t i = 0; i < lane; i += 8) {
+        c0 = _mm_crc32_u64(c0, kc_load_le64(p + i));
+        c1 = _mm_crc32_u64(c1, kc_load_le64(p + lane + i));
+        c2 = _mm_crc32_u64(c2, kc_load_le64(p + 2 * lane + i));
+    }
+    uint64_t moved = moved_on(c0, shift_by_words[lane / 4]) ^
+                     moved_on(c1, shift_by_words[lane / 8]);
+    reg = (uint32_t)_mm_crc32_u64(0, moved) ^ (uint32_t)c2;
+    return raw_sse42(reg, p + 3 * lane, n - 3 * lane);
+}
+
+/* The SSE4.2 backend on a CPU with carry-less multiplication. */
+KC_THREE_LANES_TARGET
+static uint32_t raw_sse42_pclmul(uint32_t reg, const uint8_t *p, size_t n)
+{
+    if (n >= KC_THREE_LANES_MIN && n < KC_THREE_LANES_MAX)
+        return raw_three_lanes(reg, p, n);
+    return raw_sse42(reg, p, n);
+}
+
 KC_VPCLMUL_TARGET
 static uint32_t raw_vpclmul(uint32_t reg, const uint8_t *p, size_t n)
 {
     if (n < KC_VPCLMUL_MIN)
-        return raw_sse42(reg, p, n);
+        return n >= KC_THREE_LANES_MIN ? raw_three_lanes(reg, p, n) : raw_sse42(reg, p, n);
     __m128i lane = fold_wide(reg, &p, &n, &folds_c);
     uint64_t c = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(lane));
     c = _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(lane, 1));
@@ -441,6 +494,7 @@ int kc_crc32c_init(const char *wanted)
     if ((any || strcmp(wanted, "vpclmulqdq") == 0) && cpu_has_vpclmul()) {
         build_fold_constants(&folds_c, 0x1EDC6F41u);
         build_fold_constants(&folds_ieee, 0x04C11DB7u);
+        build_shift_by_words();
         raw_update = raw_vpclmul;
         raw_update_ieee = raw_vpclmul_ieee;
         backend_name = "vpclmulqdq";
@@ -453,6 +507,8 @@ int kc_crc32c_init(const char *wanted)
 #if defined(KC_HAVE_VPCLMUL)   /* built with the carry-less multiplication code */
         if (cpu_has_pclmul()) {
             build_fold_constants(&folds_ieee, 0x04C11DB7u);
+            build_shift_by_words();
+            raw_update = raw_sse42_pclmul;
             raw_update_ieee = raw_pclmul_ieee;
         }
 #endif
