@@ -610,7 +610,7 @@ cdef class BatchReader:
                 self.trailing_bytes = self._buf.size - self._pos
                 return batches
         if magic < 2 and self._plain_runs:
-            run = frame_plain_run(self._buf, position, self._max_batch_size)
+            run = frame_plain_run(self._buf, position, self._max_batch_size, self._stop)
             if run is not None:
                 self._pos += run.size
                 self.trailing_bytes = self._buf.size - self._pos

@@ -577,11 +577,12 @@ cdef class LegacyRun:
         return f"LegacyRun(count={self.n}, size={self.size})"
 
 
-cdef LegacyRun frame_plain_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_entry_size):
-    """The plain legacy messages from ``position`` on (at most RUN_MESSAGES), framed and
-    parsed as read_batches frames and parses a LegacyBatch; None when the entry there is
-    no such message (a batch, a wrapper, or an entry read_batches stops at or rejects,
-    left for it to read)."""
+cdef LegacyRun frame_plain_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_entry_size,
+                               Py_ssize_t stop):
+    """The plain legacy messages from ``position`` on (at most RUN_MESSAGES, and none
+    starting at ``stop`` or later), framed and parsed as read_batches frames and parses a
+    LegacyBatch; None when the entry there is no such message (a batch, a wrapper, or an
+    entry read_batches stops at or rejects, left for it to read)."""
     cdef LegacyRun run = LegacyRun.__new__(LegacyRun)
     cdef Py_ssize_t pos = position, remaining, size
     cdef int32_t size_field
@@ -589,7 +590,7 @@ cdef LegacyRun frame_plain_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t 
     cdef LegacyMessage m
     cdef bint no_memory = False
     with nogil:
-        while run.n < RUN_MESSAGES:
+        while run.n < RUN_MESSAGES and pos < stop:
             p = buf.data + pos
             remaining = buf.size - pos
             if remaining < LOG_OVERHEAD:

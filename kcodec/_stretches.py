@@ -3,9 +3,9 @@
 Framing finds each batch where the one before ends, so one thread framing a log of small
 batches for the others leaves them waiting (a quarter of decoding single-record batches on
 two threads).
-Here each thread takes a stretch of the input's bytes, finds where a batch starts in it
-(kcodec._cuts: a magic-2 header whose CRC matches) and frames and decodes from there to
-the next stretch. A stretch's work is kept only if the stretch before it, itself kept,
+Here each thread takes a stretch of the input's bytes, finds where an entry starts in it
+(kcodec._cuts: a batch or legacy message whose CRC matches) and frames and decodes from
+there to the next stretch. A stretch's work is kept only if the stretch before it, itself kept,
 ended exactly where it started: bytes that merely look like a batch (a batch inside a
 value) can cost work, never change what is decoded. The input is taken in rounds of
 about as many records as a round should give, stretch by stretch in order; a round whose
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from kcodec._batch import EntryReader
-from kcodec._cuts import batch_start_in, v2_batch_sizes
+from kcodec._cuts import entry_sizes, entry_start_in
 from kcodec._groups import entry_windows
 from kcodec._workers import run_all
 
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 E = TypeVar("E")
 R = TypeVar("R")
 
-# batches whose headers say how many bytes a record takes, before a round is planned
-SAMPLED_BATCHES = 64
+# entries whose headers say how many bytes a record takes, before a round is planned
+SAMPLED_ENTRIES = 64
 
 
 @dataclass
@@ -49,17 +49,17 @@ def decode_stretches(data: Buffer, size: int,
                      decode: Callable[[list[E]], R],
                      rest: Callable[[int], Iterator[R]], threads: int, window_records: int,
                      round_records: int, min_stretch_records: int,
-                     min_batches: int = 0) -> Iterator[R]:
+                     min_entries: int = 0) -> Iterator[R]:
     """What ``decode`` makes of each window of about ``window_records`` records of the
     entries ``frame(start, stop)`` reads from ``data`` (``size`` bytes), in order: in
     rounds of about ``round_records`` records, each cut into stretches of
     ``min_stretch_records`` records at least, on up to ``threads`` threads. From where
-    the input is not magic-2 batches, or too little is left for two stretches (or for
-    ``min_batches`` batches), what ``rest(position)`` yields."""
+    the input is magic-3 batches, or too little is left for two stretches (or for
+    ``min_entries`` entries), what ``rest(position)`` yields."""
 
     def run(stretch: _Stretch[R], first: bool, most_windows: int) -> _Stretch[R]:
         if not first:
-            stretch.start = batch_start_in(data, stretch.start, stretch.stop)
+            stretch.start = entry_start_in(data, stretch.start, stretch.stop)
             if stretch.start < 0:
                 return stretch
         reader, entries = frame(stretch.start, stretch.stop)
@@ -76,17 +76,17 @@ def decode_stretches(data: Buffer, size: int,
 
     position = 0
     while position < size:
-        sizes = v2_batch_sizes(data, position, SAMPLED_BATCHES)
+        sizes = entry_sizes(data, position, SAMPLED_ENTRIES)
         if sizes is None:
             yield from rest(position)
             return
-        per_batch, records_a_batch = sizes
-        per_record = per_batch / records_a_batch
+        per_entry, records_an_entry = sizes
+        per_record = per_entry / records_an_entry
         end = min(size, position + max(int(round_records * per_record), 1))
         # (each stretch of one byte at least: the first then reads a batch, or fails)
         parts = min(threads, end - position,
                     int((end - position) / per_record) // max(min_stretch_records, 1))
-        if parts < 2 or (size - position) / per_batch < min_batches:
+        if parts < 2 or (size - position) / per_entry < min_entries:
             yield from rest(position)
             return
         # a stretch may decode twice its share, should the sampled batches mislead

@@ -84,11 +84,11 @@ RUN_RECORDS = 1024
 RECORDS_A_THREAD = 4096
 # a window or round of this many records: the whole input
 _WHOLE = 2**62
-# decode_columns has its input framed by several threads from this many batches: framing
+# decode_columns has its input framed by several threads from this many entries: framing
 # a batch takes 5-10 ns here, and handing stretches to threads before handing them groups
 # to decode ~45 us (then two threads decoded single-record batches 1.08x as fast as with
 # framing by one, 10-record ones 0.98x as fast, 1000-record ones 0.95x)
-FRAMED_BY_THREADS_FROM_BATCHES = 32768
+FRAMED_BY_THREADS_FROM_ENTRIES = 32768
 
 
 def column_names(columns: Iterable[str] | None, include_headers: bool,
@@ -227,7 +227,7 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
         framed = itertools.chain.from_iterable(decode_stretches(
             data, memoryview(data).nbytes, stretch, lambda window: window,
             lambda position: iter([frame(position)]), threads, _WHOLE, _WHOLE,
-            RECORDS_A_THREAD, FRAMED_BY_THREADS_FROM_BATCHES))
+            RECORDS_A_THREAD, FRAMED_BY_THREADS_FROM_ENTRIES))
     selected = select(framed)
     entries: list[Framed] = []
     try:

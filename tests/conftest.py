@@ -37,12 +37,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def every_thread_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     """The tests' inputs are small, and a decode gives each thread it uses
     RECORDS_A_THREAD records at least (and decode_columns has threads frame stretches of
-    FRAMED_BY_THREADS_FROM_BATCHES batches or more): every thread asked for decodes and
+    FRAMED_BY_THREADS_FROM_ENTRIES batches or more): every thread asked for decodes and
     frames here, so that splitting and joining are tested on them (test_columnar tests
     the rule itself)."""
     from kcodec import columnar
     monkeypatch.setattr(columnar, "RECORDS_A_THREAD", 1)
-    monkeypatch.setattr(columnar, "FRAMED_BY_THREADS_FROM_BATCHES", 0)
+    monkeypatch.setattr(columnar, "FRAMED_BY_THREADS_FROM_ENTRIES", 0)
 
 
 #: Measurements tests record (``record_property``) and the summary prints, by section.

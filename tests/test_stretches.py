@@ -13,9 +13,8 @@ from hypothesis import strategies as st
 import kcodec
 from kcodec import _stretches
 from kcodec._batch import BatchRun, read_entries_for_columns
-from kcodec._cuts import batch_start_in, v2_batch_sizes
+from kcodec._cuts import entry_sizes, entry_start_in
 
-from .conftest import VECTORS
 from .test_columnar import (
     TS,
     _batch_of,
@@ -78,36 +77,54 @@ def test_entries_are_framed_from_a_byte_to_a_byte() -> None:
 def test_a_cut_finds_the_next_batch_whose_crc_matches() -> None:
     batches = small_batches(10)
     log, starts = b"".join(batches), starts_of(batches)
-    assert batch_start_in(log, 0, len(log)) == 0
-    assert batch_start_in(log, 1, len(log)) == starts[1]
-    assert batch_start_in(log, starts[1] + 1, starts[2]) == -1   # none starts in there
+    assert entry_start_in(log, 0, len(log)) == 0
+    assert entry_start_in(log, 1, len(log)) == starts[1]
+    assert entry_start_in(log, starts[1] + 1, starts[2]) == -1   # none starts in there
     damaged = bytearray(log)
     damaged[starts[1] + 70] ^= 1
-    assert batch_start_in(bytes(damaged), 1, len(log)) == starts[2]
-    assert batch_start_in(log[:-1], starts[9], len(log)) == -1   # the input ends in it
+    assert entry_start_in(bytes(damaged), 1, len(log)) == starts[2]
+    assert entry_start_in(log[:-1], starts[9], len(log)) == -1   # the input ends in it
     nested = nesting_log(1)
-    assert 0 < batch_start_in(nested, 1, len(nested)) < len(kcodec.BatchBuilder().build()) + 200
+    assert 0 < entry_start_in(nested, 1, len(nested)) < len(kcodec.BatchBuilder().build()) + 200
     # headers of long batches whose CRCs do not match, one after another: the search gives
     # up within its allowance of CRCs rather than taking them all, even where a batch follows
     fake = bytearray(64)
     fake[8:12] = (3 << 20).to_bytes(4, "big")
     fake[16] = 2
     many = bytes(fake) * 100 + bytes(4 << 20) + log
-    assert batch_start_in(many, 0, 6400) == -1
-    assert batch_start_in(many, 6400, len(many)) == 6400 + (4 << 20)
+    assert entry_start_in(many, 0, 6400) == -1
+    assert entry_start_in(many, 6400, len(many)) == 6400 + (4 << 20)
 
 
-def test_sizes_of_the_first_batches() -> None:
+def test_sizes_of_the_first_entries() -> None:
     batches = small_batches(10)
     log = b"".join(batches)
     counts = [1 + i % 3 for i in range(10)]
-    assert v2_batch_sizes(log, 0, 64) == pytest.approx((len(log) / 10, sum(counts) / 10))
-    assert v2_batch_sizes(log, 0, 1) == (len(batches[0]), 1)
-    assert v2_batch_sizes(log[:-1], 0, 64) == pytest.approx(
+    assert entry_sizes(log, 0, 64) == pytest.approx((len(log) / 10, sum(counts) / 10))
+    assert entry_sizes(log, 0, 1) == (len(batches[0]), 1)
+    assert entry_sizes(log[:-1], 0, 64) == pytest.approx(
         (sum(map(len, batches[:9])) / 9, sum(counts[:9]) / 9))
-    assert v2_batch_sizes(log, len(log), 64) is None
-    assert v2_batch_sizes(VECTORS["v1_gzip_two"], 0, 64) is None
-    assert v2_batch_sizes(log + VECTORS["v1_gzip_two"], 0, 64) is None
+    assert entry_sizes(log, len(log), 64) is None
+    # a plain message is a record, a wrapper the offsets it moves past the entry before
+    plain = mixed_log([(1, "none")])
+    assert entry_sizes(plain, 0, 64) == pytest.approx((len(plain) / 30, 1))
+    wrappers = mixed_log([(0, "gzip")] * 3)   # of 30 records each
+    assert entry_sizes(wrappers, 0, 64) == pytest.approx((len(wrappers) / 3, (1 + 60) / 3))
+    magic3 = kcodec.BatchBuilder(magic=3)
+    magic3.append(b"v")
+    assert entry_sizes(log + magic3.build(), 0, 64) is None
+    assert entry_sizes(log + magic3.build(), 0, 10) == pytest.approx(
+        (len(log) / 10, sum(counts) / 10))
+
+
+def test_a_cut_finds_a_legacy_message_whose_crc_matches() -> None:
+    log = mixed_log([(1, "none"), (0, "gzip"), (0, "none")])
+    starts = [entry.position for entry in kcodec.read_batches(log)]
+    for before, after in zip(starts, starts[1:]):
+        assert entry_start_in(log, before + 1, len(log)) == after
+    damaged = bytearray(log)
+    damaged[starts[1] + 20] ^= 1
+    assert entry_start_in(bytes(damaged), starts[0] + 1, len(log)) == starts[2]
 
 
 LOGS = {
@@ -116,6 +133,8 @@ LOGS = {
     "every kind": lambda: b"".join(mixed_log() for _ in range(1))
     + b"".join(small_batches(500, 10_000)),
     "transactions": lambda: b"".join(small_batches(300)) + transactional_log(),
+    "legacy": lambda: mixed_log([(1, "none")] * 20 + [(0, "lz4"), (1, "gzip")] * 5
+                                + [(0, "none")] * 20),
 }
 
 
@@ -146,9 +165,9 @@ def test_a_batch_inside_a_value_costs_work_never_records(monkeypatch: pytest.Mon
     found: list[int] = []
 
     def noted(data: Any, start: int, stop: int) -> int:
-        found.append(batch_start_in(data, start, stop))
+        found.append(entry_start_in(data, start, stop))
         return found[-1]
-    monkeypatch.setattr(_stretches, "batch_start_in", noted)
+    monkeypatch.setattr(_stretches, "entry_start_in", noted)
     for threads in range(2, 9):
         assert column_rows(kcodec.decode_columns(data, include_headers=True,
                                                  threads=threads)) == expected
@@ -200,8 +219,8 @@ def test_a_round_its_first_batches_misjudge_stays_bounded(monkeypatch: pytest.Mo
 
     def noted(data: Any, start: int, batches: int) -> tuple[float, float] | None:
         rounds.append(start)
-        return v2_batch_sizes(data, start, batches)
-    monkeypatch.setattr(_stretches, "v2_batch_sizes", noted)
+        return entry_sizes(data, start, batches)
+    monkeypatch.setattr(_stretches, "entry_sizes", noted)
     chunks = [chunk.num_rows for chunk in kcodec.iter_arrow(log, threads=2, chunk_records=100)]
     assert sum(chunks) == 64 + 100_000 and max(chunks) < 100 + 100 // 8 + 50
     assert len(rounds) > 10
