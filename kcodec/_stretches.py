@@ -1,15 +1,15 @@
-"""Decoding a buffer of batches on several threads, each framing its own stretch of it.
+"""Decoding a buffer of log entries on several threads, each framing its own stretch of it.
 
-Framing finds each batch where the one before ends, so one thread framing a log of small
+Framing finds each entry where the one before ends, so one thread framing a log of small
 batches for the others leaves them waiting (a quarter of decoding single-record batches on
-two threads).
-Here each thread takes a stretch of the input's bytes, finds where an entry starts in it
-(kcodec._cuts: a batch or legacy message whose CRC matches) and frames and decodes from
-there to the next stretch. A stretch's work is kept only if the stretch before it, itself kept,
-ended exactly where it started: bytes that merely look like a batch (a batch inside a
-value) can cost work, never change what is decoded. The input is taken in rounds of
-about as many records as a round should give, stretch by stretch in order; a round whose
-stretches do not join ends where the last one kept ends, and the next starts there.
+two threads). Here each thread takes a stretch of the input's bytes, finds where an entry
+starts in it (kcodec._cuts: a batch or legacy message whose CRC matches) and frames and
+decodes from there to the next stretch. A stretch's work is kept only if the stretch
+before it, itself kept, ended exactly where it started: bytes that merely look like an
+entry (a batch inside a value) can cost work, never change what is decoded. The input is
+taken in rounds of about as many records as a round should give, stretch by stretch in
+order; a round whose stretches do not join ends where the last one kept ends, and the
+next starts there.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ SAMPLED_ENTRIES = 64
 
 @dataclass
 class _Stretch(Generic[R]):
-    start: int                 # where its first batch starts; -1: none found
-    stop: int                  # no batch starting here or later is its
-    end: int = -1              # where its batches end: stop or past it, else where the
+    start: int                 # where its first entry starts; -1: none found
+    stop: int                  # no entry starting here or later is its
+    end: int = -1              # where its entries end: stop or past it, else where the
                                # input ends or it was cut short
     cut_short: bool = False    # whether it stopped at as many windows as it may decode
     outputs: list[R] = field(default_factory=list)
@@ -54,7 +54,7 @@ def decode_stretches(data: Buffer, size: int,
     entries ``frame(start, stop)`` reads from ``data`` (``size`` bytes), in order: in
     rounds of about ``round_records`` records, each cut into stretches of
     ``min_stretch_records`` records at least, on up to ``threads`` threads. From where
-    the input is magic-3 batches, or too little is left for two stretches (or for
+    the input holds magic-3 batches, or too little is left for two stretches (or for
     ``min_entries`` entries), what ``rest(position)`` yields."""
 
     def run(stretch: _Stretch[R], first: bool, most_windows: int) -> _Stretch[R]:
@@ -83,13 +83,13 @@ def decode_stretches(data: Buffer, size: int,
         per_entry, records_an_entry = sizes
         per_record = per_entry / records_an_entry
         end = min(size, position + max(int(round_records * per_record), 1))
-        # (each stretch of one byte at least: the first then reads a batch, or fails)
+        # (each stretch of one byte at least: the first then reads an entry, or fails)
         parts = min(threads, end - position,
                     int((end - position) / per_record) // max(min_stretch_records, 1))
         if parts < 2 or (size - position) / per_entry < min_entries:
             yield from rest(position)
             return
-        # a stretch may decode twice its share, should the sampled batches mislead
+        # a stretch may decode twice its share, should the sampled entries mislead
         most_windows = 2 * -(-round_records // (parts * window_records))
         cuts = [position + (end - position) * i // parts for i in range(parts)] + [end]
         stretches = [_Stretch[R](cuts[i], cuts[i + 1]) for i in range(parts)]
@@ -106,4 +106,4 @@ def decode_stretches(data: Buffer, size: int,
             if stretch.cut_short:
                 break
             if position < stretch.stop:
-                return   # the input ended (in a batch cut short)
+                return   # the input ended (in an entry cut short)
