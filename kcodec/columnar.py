@@ -219,8 +219,8 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
                                                offsets, timestamps, include_control,
                                                aborted_transactions, validate_crc, strict,
                                                max_decompressed_size, allow_magic3)
-    framed: Iterable[Framed] = frame()
-    if threads > 1:   # threads frame a stretch of many small batches each; selected after
+    framed: Iterable[Framed]
+    if threads > 1:   # threads frame a stretch of many small entries each; selected after
         def stretch(start: int, stop: int) -> tuple[EntryReader, EntryReader]:
             reader = frame(start, stop)
             return reader, reader
@@ -228,6 +228,8 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
             data, memoryview(data).nbytes, stretch, lambda window: window,
             lambda position: iter([frame(position)]), threads, _WHOLE, _WHOLE,
             RECORDS_A_THREAD, FRAMED_BY_THREADS_FROM_ENTRIES))
+    else:
+        framed = frame()
     selected = select(framed)
     entries: list[Framed] = []
     try:
