@@ -6,8 +6,10 @@ cut is kept only once the stretch before it is found to end exactly there
 (kcodec._stretches)."""
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
+from kcodec._batch cimport add64
 from kcodec._crc32c cimport crc32_update, crc32c_update
-from kcodec._layout cimport (ATTR_CODEC, CRC_START, HEADER_SIZE, LOG_OVERHEAD, OFF_CRC,
+from kcodec._layout cimport (ATTR_CODEC, CRC_START, HEADER_SIZE, LEGACY_ATTRIBUTES,
+                             LEGACY_CRC, LOG_OVERHEAD, MIN_ENTRY_SIZE, OFF_CRC,
                              OFF_LAST_OFFSET_DELTA, OFF_LENGTH, OFF_MAGIC, OFF_RECORD_COUNT)
 from kcodec._native cimport kc_get_be32, kc_get_be64
 from kcodec._record cimport InputBuffer
@@ -16,20 +18,15 @@ cdef enum:
     # bytes whose CRC a search may take besides twice the bytes it searches: a search in
     # bytes made to look like many long entries gives up instead of taking their CRCs
     CRC_ALLOWANCE = 1 << 20
-    # the smallest size field of a legacy message (magic 0: CRC, magic, attributes, key
-    # and value lengths) and where its attributes lie
-    LEGACY_SIZE_FIELD_MIN = 14
-    LEGACY_ATTRIBUTES = 17
-    LEGACY_CRC = 12
 
 
 cdef inline Py_ssize_t _entry_size(const uint8_t *p, Py_ssize_t remaining) noexcept nogil:
     """The size of the entry (a magic-2 batch, or a magic-0 or -1 message) at ``p``, if it
     lies whole within ``remaining`` bytes and its counts are not negative; else 0."""
-    if remaining < LOG_OVERHEAD + LEGACY_SIZE_FIELD_MIN or p[OFF_MAGIC] > 2:
+    if remaining < LOG_OVERHEAD + MIN_ENTRY_SIZE or p[OFF_MAGIC] > 2:
         return 0
     cdef int32_t length = <int32_t>kc_get_be32(p + OFF_LENGTH)
-    cdef int32_t least = HEADER_SIZE - LOG_OVERHEAD if p[OFF_MAGIC] == 2 else LEGACY_SIZE_FIELD_MIN
+    cdef int32_t least = HEADER_SIZE - LOG_OVERHEAD if p[OFF_MAGIC] == 2 else MIN_ENTRY_SIZE
     if length < least or length > remaining - LOG_OVERHEAD:
         return 0
     if p[OFF_MAGIC] == 2 and <int32_t>kc_get_be32(p + OFF_RECORD_COUNT) < 0:
@@ -87,8 +84,8 @@ def entry_sizes(data, Py_ssize_t start, int entries):
             break   # (what it is, the reader says)
         if buf.data[pos + OFF_MAGIC] == 2:
             records += max(<int32_t>kc_get_be32(buf.data + pos + OFF_RECORD_COUNT), 1)
-            last = <int64_t>(kc_get_be64(buf.data + pos) + <uint64_t><int64_t><int32_t>
-                             kc_get_be32(buf.data + pos + OFF_LAST_OFFSET_DELTA))
+            last = add64(<int64_t>kc_get_be64(buf.data + pos),
+                         <int32_t>kc_get_be32(buf.data + pos + OFF_LAST_OFFSET_DELTA))
         else:
             last = <int64_t>kc_get_be64(buf.data + pos)
             if buf.data[pos + LEGACY_ATTRIBUTES] & ATTR_CODEC and n and last > previous:
