@@ -53,6 +53,7 @@ EXTENSIONS = [
     extension("_crc32c", "crc32c.c"),
     extension("_scratch"),
     extension("_varint"),
+    extension("_libz"),
     extension("_libzstd"),
     extension("_frames", "xxh32.c", "lz4_block.c", "snappy_block.c", "size_hint.c"),
     extension("_record"),

@@ -19,7 +19,7 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_append_record, kc_batch_info, kc_buf, kc_buf_reserve,
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_decode_records, kc_decode_whole_records,
-                             kc_copy_out, kc_decompressed_size_range, kc_gather,
+                             kc_copy_out, kc_decompressed_size_range, kc_gather, kc_get_le,
                              kc_gather_views, kc_rebase_views)
 from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of, outside_ranges
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
@@ -28,14 +28,16 @@ from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc,
                              inner_without_gil, next_inner, open_inner, raise_crc_mismatch,
                              shallow_message)
 from kcodec._crc32c cimport crc32c_update
+from kcodec._libz cimport (inflate_callable, inflate_context, inflate_give_back,
+                          inflate_release_spares)
 from kcodec._libzstd cimport (zstd_callable, zstd_context, zstd_give_back,
                               zstd_release_spares)
 from kcodec._record cimport InputBuffer
 from kcodec._scratch cimport (Scratch, ScratchBuffer, scratch_give_back, scratch_release_spares,
                              scratch_resize, scratch_take)
-from kcodec._frames cimport (FRAME_DONE, NOGIL_FROM, BlockHook, bytes_with_hook,
-                             frame_without_gil, lz4_frame_with_hook, snappy_with_hook,
-                             zstd_with_hook)
+from kcodec._frames cimport (FRAME_DONE, GZIP_MEMBER_MIN, GZIP_ZLIB_BELOW, NOGIL_FROM,
+                             BlockHook, bytes_with_hook, frame_without_gil,
+                             lz4_frame_with_hook, snappy_with_hook, zstd_with_hook)
 
 
 cdef extern from "Python.h":
@@ -176,13 +178,14 @@ def pooled_empty(Py_ssize_t n, dtype):
 
 
 def release_spare_buffers():
-    """Free the column and decompression buffers (and zstd decompression contexts) kept
-    for reuse; returns how many bytes of buffers that released."""
+    """Free the column and decompression buffers (and zstd and gzip decompression contexts)
+    kept for reuse; returns how many bytes of buffers that released."""
     cdef size_t released = _spare_bytes
     while _n_spares:
         free(_spare_data[_n_spares - 1])
         _remove_spare(_n_spares - 1)
     zstd_release_spares()
+    inflate_release_spares()
     return released + scratch_release_spares()
 
 
@@ -399,8 +402,8 @@ cdef enum:
 
 cdef struct _Task:
     kc_batch_info info
-    # the records (decompressed when the batch is compressed), or with ``frame`` the LZ4 or
-    # snappy data that holds them, decompressed in the run's pass (_decode_frame)
+    # the records (decompressed when the batch is compressed), or with ``frame`` the
+    # compressed section that holds them, decompressed in the run's pass (_decode_frame)
     const uint8_t *start
     const uint8_t *end
     bint frame
@@ -418,14 +421,15 @@ cdef struct _Task:
 cdef class _Run:
     """v2 batches queued for one pass without the GIL: each one's CRC check and decoding.
     Uncompressed batches run together (one GIL release for up to TASKS_A_PASS of them,
-    which is what lets threads scale), and so do small LZ4 and snappy batches (queued
-    frames, decompressed in the pass); a batch decompressed when it is queued is flushed at
+    which is what lets threads scale), and so do small compressed batches (queued frames,
+    decompressed in the pass); a batch decompressed when it is queued is flushed at
     once, to free its decompressed bytes."""
     cdef _Task *tasks
     cdef Py_ssize_t n, capacity
     cdef list entries   # the entries the tasks come from (a task's ``entry``), for errors
     cdef list keep      # what keeps the tasks' bytes alive (the input or a ScratchBuffer)
     cdef void *zstd     # a _libzstd context, once a zstd frame is queued
+    cdef void *inflate  # a _libz stream, once a gzip frame or wrapper is queued
     cdef bint frames    # whether a queued frame is among the tasks
     cdef bint wrappers  # whether a queued legacy wrapper is
     cdef size_t frame_bytes   # their compressed bytes
@@ -455,6 +459,7 @@ cdef class _Run:
     def __dealloc__(self):
         free(self.tasks)
         zstd_give_back(self.zstd)
+        inflate_give_back(self.inflate)
 
 
 cdef enum:
@@ -691,6 +696,13 @@ cdef enum:
     # C, kcodec/_libzstd.pyx): one thread 28.9-31.5 ms, now 18.8-20.1; two 25.9-37.8, now
     # 10.3-10.5.
     QUEUED_FRAME_MAX = NOGIL_FROM
+    # gzip sections under QUEUED_FRAME_MAX bytes are queued too (when zlib can be called
+    # without the GIL, kcodec/_libz.pyx) if they are ones the ordinary path gives zlib
+    # (under GZIP_ZLIB_BELOW bytes) or their trailer states they inflate to at most this
+    # many bytes: up to there zlib inflated as fast as cramjam or faster, the call's set-up
+    # included (JSON-like events of 2-16 KiB: 0.6x-1.0x cramjam's time); at 32 KiB cramjam
+    # took 0.4x-0.8x zlib's time
+    GZIP_QUEUED_INFLATED_MAX = 16 * 1024
     # a run's kept frames (binary views) end within this many bytes (a view's offset is an
     # int32); a frame past it is left over, to the ordinary path
     KEPT_FRAMES_MAX = 1 << 30
@@ -700,20 +712,46 @@ cdef enum:
 
 
 cdef inline bint _queues_as_frame(RecordBatch batch) except -1:
-    """Whether a batch _decode_by_block takes is queued as a frame instead (zstd only when
-    libzstd can be called without the GIL, kcodec/_libzstd.pyx)."""
-    return batch.size < QUEUED_FRAME_MAX and ((batch.attributes & ATTR_CODEC) != 4 or
-                                              zstd_callable())
+    """Whether a compressed v2 batch is queued as a frame: a small batch _decode_by_block
+    would take (zstd only when libzstd can be called without the GIL, kcodec/_libzstd.pyx),
+    or a small gzip batch (when zlib can be, kcodec/_libz.pyx)."""
+    cdef int codec = batch.attributes & ATTR_CODEC
+    if codec == 1:
+        return (batch.magic == 2 and batch.record_count > 0 and
+                _gzip_queues(batch._p + batch.header_size, batch.size - batch.header_size))
+    return _by_block(batch) and batch.size < QUEUED_FRAME_MAX and (codec != 4 or
+                                                                    zstd_callable())
 
 
-cdef int _queue_frame(_Run run, RecordBatch batch) except -1:
-    """Queue a small LZ4, snappy or zstd batch, to be decompressed and decoded in the run's
-    pass (_decode_frame)."""
-    cdef _Task *task = &run.tasks[run.n]
-    if batch.attributes & ATTR_CODEC == 4 and run.zstd == NULL:
+cdef inline bint _gzip_queues(const uint8_t *section, Py_ssize_t n) except -1:
+    """Whether a gzip section of ``n`` bytes is queued, to be inflated by zlib in the run's
+    pass (GZIP_QUEUED_INFLATED_MAX)."""
+    if n < GZIP_MEMBER_MIN or n >= QUEUED_FRAME_MAX:
+        return False
+    if n >= GZIP_ZLIB_BELOW and kc_get_le(section + n - 4, 4) > GZIP_QUEUED_INFLATED_MAX:
+        return False
+    return inflate_callable()
+
+
+cdef int _take_library(_Run run, int codec) except -1:
+    """Give the run the decompression context a queued frame or wrapper of ``codec`` needs
+    (gzip's zlib stream, zstd's libzstd context), once."""
+    if codec == 4 and run.zstd == NULL:
         run.zstd = zstd_context()
         if run.zstd == NULL:
             raise MemoryError()
+    elif codec == 1 and run.inflate == NULL:
+        run.inflate = inflate_context()
+        if run.inflate == NULL:
+            raise MemoryError()
+    return 0
+
+
+cdef int _queue_frame(_Run run, RecordBatch batch) except -1:
+    """Queue a small gzip, LZ4, snappy or zstd batch, to be decompressed and decoded in the
+    run's pass (_decode_frame)."""
+    cdef _Task *task = &run.tasks[run.n]
+    _take_library(run, batch.attributes & ATTR_CODEC)
     _fill_info(&task.info, batch, run.strict, &run.ranges)
     task.info.values_in_place = (run.want & KC_COL_VALUE and not run.want & KC_COL_VIEWS
                                  and task.info.compression == 2)
@@ -735,18 +773,24 @@ cdef int _queue_frame(_Run run, RecordBatch batch) except -1:
     return 0
 
 
-cdef inline bint _queues_as_wrapper(const LegacyMessage *m) noexcept:
-    """Whether a legacy wrapper is queued (a small LZ4 or snappy one) rather than appended
-    at once (_append_wrapper)."""
+cdef inline bint _queues_as_wrapper(const LegacyMessage *m) except -1:
+    """Whether a legacy wrapper is queued (a small LZ4 or snappy one, or a small gzip one
+    when zlib can be called without the GIL) rather than appended at once
+    (_append_wrapper)."""
     cdef int codec = m.attributes & ATTR_CODEC
-    return (codec == 2 or codec == 3) and m.value != NULL and m.value_len < QUEUED_FRAME_MAX
+    if m.value == NULL:
+        return False
+    if codec == 1:
+        return _gzip_queues(m.value, m.value_len)
+    return (codec == 2 or codec == 3) and m.value_len < QUEUED_FRAME_MAX
 
 
 cdef int _queue_wrapper(_Run run, object entry, const kc_batch_info *ranges) except -1:
-    """Queue a small LZ4 or snappy legacy wrapper, to be decompressed and its inner messages
-    appended in the run's pass (_decode_wrapper)."""
+    """Queue a small gzip, LZ4 or snappy legacy wrapper, to be decompressed and its inner
+    messages appended in the run's pass (_decode_wrapper)."""
     cdef _Task *task = &run.tasks[run.n]
     cdef const LegacyMessage *m = shallow_message(entry)
+    _take_library(run, m.attributes & ATTR_CODEC)
     task.info = ranges[0]
     _legacy_info(&task.info, m)
     task.wrapper = m
@@ -818,6 +862,7 @@ cdef struct _Pass:
     Scratch *sink
     Py_ssize_t *kept
     void *zstd          # the run's _libzstd context (NULL: no zstd frame is queued)
+    void *inflate       # the run's _libz stream (NULL: no gzip frame or wrapper is)
     bint validate_crc   # (of wrappers: a v2 task checks its CRC when crc_from is set)
 
 
@@ -871,6 +916,7 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
     settings.sink = &sink
     settings.kept = NULL
     settings.zstd = run.zstd
+    settings.inflate = run.inflate
     settings.validate_crc = run.validate_crc
     if run.n == 0:
         return 0
@@ -987,8 +1033,8 @@ cdef int _decode_left_over(_Chunk chunk, _Run run, object entry) except -1:
     if type(entry) is not RecordBatch:   # a legacy wrapper
         return _append_wrapper(chunk, entry, run.validate_crc, &run.ranges)
     cdef RecordBatch batch = <RecordBatch>entry
-    if _decode_by_block(chunk, batch, run.strict, run.validate_crc, &run.ranges, run.limit,
-                        run.sources, 1):
+    if _by_block(batch) and _decode_by_block(chunk, batch, run.strict, run.validate_crc,
+                                             &run.ranges, run.limit, run.sources, 1):
         return 0
     cdef _Run alone = run.alike(1)
     _queue_v2(alone, batch)
@@ -1254,6 +1300,11 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
     return True
 
 
+cdef inline void *_library(const _Pass *settings, int codec) noexcept nogil:
+    """The pass's decompression context for a frame of ``codec`` (NULL: none needed)."""
+    return settings.zstd if codec == 4 else settings.inflate if codec == 1 else NULL
+
+
 cdef int _decode_frame(kc_columns *c, _Task *task, const _Pass *settings) noexcept nogil:
     """Decode a queued frame's records block by block as _decode_by_block does, without the
     GIL: decompressed into the pass's sink, or (values_in_place) past the value column's
@@ -1287,9 +1338,10 @@ cdef int _decode_frame(kc_columns *c, _Task *task, const _Pass *settings) noexce
     hook.context = &run
     hook.dropped = 0
     hook.base = hook.front = length
-    cdef bint ok = frame_without_gil(task.info.compression, task.start, task.end - task.start,
-                                     2, settings.limit, run.sink, &length,
-                                     &hook, settings.zstd) == FRAME_DONE
+    cdef int codec = task.info.compression
+    cdef bint ok = frame_without_gil(codec, task.start, task.end - task.start, 2,
+                                     settings.limit, run.sink, &length, &hook,
+                                     _library(settings, codec)) == FRAME_DONE
     ok = ok and length <= INT32_MAX
     if run.in_place:   # the column takes its buffer back, wherever growth moved it
         c.value_data.data, c.value_data.cap = lent.data, lent.capacity
@@ -1329,9 +1381,10 @@ cdef int _decode_wrapper(kc_columns *c, _Task *task, const _Pass *settings) noex
     hook.base = hook.front = start
     if settings.validate_crc and not crc_matches(wrapper):
         return LEFT_OVER
-    if (frame_without_gil(wrapper.attributes & ATTR_CODEC, wrapper.value, wrapper.value_len,
-                          wrapper.magic, settings.limit, settings.sink, &length,
-                          &hook, NULL) != FRAME_DONE or
+    cdef int codec = wrapper.attributes & ATTR_CODEC
+    if (frame_without_gil(codec, wrapper.value, wrapper.value_len, wrapper.magic,
+                          settings.limit, settings.sink, &length, &hook,
+                          _library(settings, codec)) != FRAME_DONE or
             not inner_without_gil(wrapper, settings.sink.data + start, length - start,
                                   settings.validate_crc, &inner)):
         return LEFT_OVER
@@ -1662,12 +1715,13 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
             _flush_queued(chunk, queued, validate_crc, &ranges)
             if _by_block(batch):
                 by_block -= 1
-                if _queues_as_frame(batch):
-                    _make_room(chunk, run)
-                    _queue_frame(run, batch)
-                    if run.frame_bytes >= FRAME_BYTES_A_PASS:
-                        _flush(chunk, run)
-                    continue
+            if _queues_as_frame(batch):
+                _make_room(chunk, run)
+                _queue_frame(run, batch)
+                if run.frame_bytes >= FRAME_BYTES_A_PASS:
+                    _flush(chunk, run)
+                continue
+            if _by_block(batch):
                 _flush(chunk, run)
                 if _decode_by_block(chunk, batch, strict, validate_crc, &ranges, limit,
                                     sources, by_block + 1):

@@ -49,13 +49,15 @@ cdef enum:
     FRAME_STOPPED = 1
     FRAME_UNDECIDED = -1
 
-# An LZ4 frame of the given magic (codec 3), snappy data (codec 2) or a small zstd frame
-# (codec 4, with a _libzstd context) into out after its *length bytes, as the ones above
-# decode it, without the GIL; FRAME_UNDECIDED when it needs the GIL (a library's verdict,
-# an error to raise) or memory runs out: the caller then decodes it again with them.
+# An LZ4 frame of the given magic (codec 3), snappy data (codec 2), a small zstd frame
+# (codec 4, with a _libzstd context as ``library``) or a small gzip member (codec 1, with
+# a _libz stream) into out after its *length bytes, as the ones above (and the zlib
+# module) decode it, without the GIL; FRAME_UNDECIDED when it needs the GIL (a library's
+# verdict, an error to raise) or memory runs out: the caller then decodes it again with
+# them.
 cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
                            Py_ssize_t limit, Scratch *out, Py_ssize_t *length,
-                           BlockHook *hook, void *zstd) noexcept nogil
+                           BlockHook *hook, void *library) noexcept nogil
 
 cdef enum:
     # zstd frames asking for a larger window are refused, as zstd-jni refuses them
@@ -71,3 +73,11 @@ cdef enum:
     # one-call output is allocated at that size).
     ZSTD_ONE_CALL_INPUT = 8192
     ZSTD_ONE_CALL_MOST = 1 << 20
+    # gzip sections of fewer bytes than this are inflated by zlib (in one call when they
+    # are one member), larger ones by cramjam, whose set-up costs more than inflating a
+    # small batch (kcodec.codecs); a member inflated in one call states (ISIZE) at most
+    # GZIP_ONE_CALL_MOST bytes. A member has a 10-byte header and an 8-byte trailer at
+    # least.
+    GZIP_ZLIB_BELOW = 1024
+    GZIP_ONE_CALL_MOST = 1 << 20
+    GZIP_MEMBER_MIN = 18

@@ -3,6 +3,7 @@ from typing_extensions import Buffer
 from kcodec._scratch import ScratchBuffer
 
 ZSTD_LIMITS: tuple[int, int, int]
+GZIP_LIMITS: tuple[int, int]
 
 def xxh32(data: Buffer, seed: int = 0) -> int: ...
 def lz4_header_checksum(descriptor: Buffer, magic: int) -> int: ...

@@ -9,7 +9,8 @@ any other block goes to the library (cramjam: liblz4, and snappy), one Python-le
 per block, and its verdict stands. Acceptance follows Java's readers (FORMAT.md §4.2, §4.3).
 zstd frames are python-zstandard's to read; this module tells, from a frame's headers,
 whether a section is one frame and the most it decompresses to (zstd_frame_most), and
-decompresses such a small frame without the GIL by libzstd called from C (kcodec._libzstd).
+decompresses such a small frame without the GIL by libzstd called from C (kcodec._libzstd),
+as it inflates a small gzip member by zlib called from C (kcodec._libz).
 """
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
@@ -18,6 +19,7 @@ from libc.string cimport memcpy, memmove
 
 import cramjam
 
+from kcodec._libz cimport inflate_member
 from kcodec._libzstd cimport zstd_decompress
 from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_resize
 from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
@@ -34,8 +36,9 @@ cdef extern from "Python.h":
     int PyBUF_WRITE
 
 
-# the zstd bounds of _frames.pxd, for kcodec.codecs
+# the zstd and gzip bounds of _frames.pxd, for kcodec.codecs
 ZSTD_LIMITS = (ZSTD_WINDOW_MAX, ZSTD_ONE_CALL_INPUT, ZSTD_ONE_CALL_MOST)
+GZIP_LIMITS = (GZIP_ZLIB_BELOW, GZIP_ONE_CALL_MOST)
 
 cdef object _lz4_compress_into = cramjam.lz4.compress_block_into
 cdef object _snappy_compress_into = cramjam.snappy.compress_raw_into
@@ -502,20 +505,25 @@ cdef int _snappy_raw(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
 
 cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
                            Py_ssize_t limit, Scratch *out, Py_ssize_t *length,
-                           BlockHook *hook, void *zstd) noexcept nogil:
+                           BlockHook *hook, void *library) noexcept nogil:
     """An LZ4 frame of the given magic (codec 3) or snappy data (codec 2) into ``out`` after
-    its ``*length`` bytes, as lz4_frame_with_hook and snappy_with_hook decode it, or a zstd
-    frame (codec 4) by libzstd with the context ``zstd``, as python-zstandard decompresses
-    it in one call (kcodec.codecs.zstd_frame_in_one_call), without the GIL: FRAME_DONE,
+    its ``*length`` bytes, as lz4_frame_with_hook and snappy_with_hook decode it, a zstd
+    frame (codec 4) by libzstd with the context ``library``, as python-zstandard
+    decompresses it in one call (kcodec.codecs.zstd_frame_in_one_call), or a gzip member
+    (codec 1) by zlib with the stream ``library``, as the zlib module inflates it in one
+    call (kcodec.codecs.gzip_member_in_one_call), without the GIL: FRAME_DONE,
     FRAME_STOPPED (the hook stopped it), or FRAME_UNDECIDED when it needs what those take
-    the GIL for (a library's verdict on a block, an error to raise, a zstd frame too large
-    for one call) or memory runs out; ``out`` may then hold part of the frame."""
+    the GIL for (a library's verdict on a block, an error to raise, a zstd frame or gzip
+    member too large for one call) or memory runs out; ``out`` may then hold part of the
+    frame."""
     cdef Py_ssize_t pos, max_block, budget
     cdef bint block_checksum
     cdef ptrdiff_t stated
     cdef int status
     if codec == 4:
-        return _zstd_frame(p, n, limit, out, length, hook, zstd)
+        return _zstd_frame(p, n, limit, out, length, hook, library)
+    if codec == 1:
+        return _gzip_member(p, n, limit, out, length, hook, library)
     if codec == 3:
         pos = _lz4_header(p, n, magic, &max_block, &block_checksum)
         if pos < 0:
@@ -565,6 +573,24 @@ cdef int _zstd_frame(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, Scratch *
     if got < 0:
         return FRAME_UNDECIDED
     length[0] += got
+    return FRAME_STOPPED if _after_block(hook, out, length) else FRAME_DONE
+
+
+cdef int _gzip_member(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, Scratch *out,
+                      Py_ssize_t *length, BlockHook *hook, void *stream) noexcept nogil:
+    """frame_without_gil's gzip member: exactly one, inflated in one call into room for the
+    size its trailer states (ISIZE, exact for a member this small), which must be within
+    ``limit`` and GZIP_ONE_CALL_MOST. A member that is not what its trailer states fails
+    zlib's own check of it."""
+    if stream == NULL or n < GZIP_MEMBER_MIN or p[0] != 0x1F or p[1] != 0x8B:
+        return FRAME_UNDECIDED
+    cdef Py_ssize_t stated = <Py_ssize_t>kc_get_le(p + n - 4, 4)
+    if (stated > GZIP_ONE_CALL_MOST or _dropped(hook) + length[0] + stated > limit or
+            scratch_resize(out, <size_t>(length[0] + max(stated, 1))) < 0 or
+            inflate_member(stream, out.data + length[0], <size_t>stated, p, <size_t>n)
+            != stated):
+        return FRAME_UNDECIDED
+    length[0] += stated
     return FRAME_STOPPED if _after_block(hook, out, length) else FRAME_DONE
 
 

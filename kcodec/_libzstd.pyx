@@ -13,6 +13,8 @@ ordinary path through the C extension.
 """
 from libc.stdint cimport uint8_t, uintptr_t
 
+from kcodec._spares cimport SpareContexts, discard_spares, keep_spare, take_spare
+
 ctypedef void *(*_create_fn)() noexcept nogil
 ctypedef size_t (*_free_fn)(void *context) noexcept nogil
 ctypedef size_t (*_decompress_fn)(void *context, void *out, size_t capacity,
@@ -59,32 +61,20 @@ cdef int _look_up() except -1:
     return 0
 
 
-cdef enum:
-    # contexts given back are kept for the next decodes, up to this many (creating one cost
-    # ~7 us, as much as decoding a small batch)
-    SPARE_CONTEXTS = 8
-
-cdef void *_spares[SPARE_CONTEXTS]
-cdef int _n_spares = 0
+cdef SpareContexts _spares   # (kcodec/_spares.pxd)
 
 
 cdef void *zstd_context() noexcept:
-    global _n_spares
-    if _n_spares:
-        _n_spares -= 1
-        return _spares[_n_spares]
-    return _create()
+    cdef void *context = take_spare(&_spares)
+    return context if context != NULL else _create()
 
 
 cdef void zstd_give_back(void *context) noexcept:
-    global _n_spares
-    if context == NULL:
-        return
-    if _n_spares < SPARE_CONTEXTS:
-        _spares[_n_spares] = context
-        _n_spares += 1
-    else:
-        _free(context)
+    keep_spare(&_spares, context, _discard)
+
+
+cdef void _discard(void *context) noexcept:
+    _free(context)
 
 
 cdef Py_ssize_t zstd_decompress(void *context, uint8_t *out, size_t capacity,
@@ -100,7 +90,4 @@ def available() -> bool:
 
 
 cdef void zstd_release_spares() noexcept:
-    global _n_spares
-    while _n_spares:
-        _n_spares -= 1
-        _free(_spares[_n_spares])
+    discard_spares(&_spares, _discard)

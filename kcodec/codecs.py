@@ -21,6 +21,7 @@ import zstandard
 
 from kcodec import plugins
 from kcodec._frames import (
+    GZIP_LIMITS,
     ZSTD_LIMITS,
     lz4_frame_compress,
     lz4_frame_into,
@@ -103,14 +104,12 @@ def _gzip_compress(data: memoryview, level: int, sink: ScratchBuffer) -> None:
     sink.write(member[10:])
 
 
-# Below this many compressed bytes zlib inflates faster than cramjam, whose set-up costs
-# more than inflating a small batch (86 bytes: 1.7 against 3.4 us; 227: 2.5 against 4.0;
-# 1578: alike; 13 465: 147 against 59)
-_GZIP_ZLIB_BELOW = 1024
-
-
-#: A small gzip section inflating to more than this is left to the full path.
-_GZIP_ONE_CALL_MOST = 1 << 20
+# Below _GZIP_ZLIB_BELOW compressed bytes zlib inflates faster than cramjam, whose set-up
+# costs more than inflating a small batch (86 bytes: 1.7 against 3.4 us; 227: 2.5 against
+# 4.0; 1578: alike; 13 465: 147 against 59). A small gzip section inflating to more than
+# _GZIP_ONE_CALL_MOST is left to the full path. (The columnar decoder's inflate from C keeps
+# both bounds too: kcodec/_frames.pxd.)
+_GZIP_ZLIB_BELOW, _GZIP_ONE_CALL_MOST = GZIP_LIMITS
 
 
 def gzip_member_in_one_call(data: memoryview, limit: int) -> bytes | None:

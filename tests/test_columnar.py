@@ -421,8 +421,10 @@ def test_legacy_inner_crcs_checked_in_the_decoding_pass() -> None:
 
 @pytest.mark.parametrize("shape", ["one member", "two members", "trailing bytes", "large"])
 def test_legacy_gzip_wrappers_of_every_member_shape(shape: str) -> None:
-    """A small wrapper of one gzip member is inflated in one call, any other by the full
-    path: rows and columns read the same records either way, and stop at the same limit."""
+    """A small wrapper of one gzip member is inflated in one call (by the columnar decoder
+    from C, also when it is over 1 KiB but inflates to at most 16 KiB), any other by the
+    full path: rows and columns read the same records either way, and stop at the same
+    limit."""
     import gzip
     import random
     builder = kcodec.BatchBuilder(magic=1)
@@ -435,7 +437,7 @@ def test_legacy_gzip_wrappers_of_every_member_shape(shape: str) -> None:
              "two members": gzip.compress(inner[:half]) + gzip.compress(inner[half:]),
              "trailing bytes": gzip.compress(inner) + b"GARBAGE",
              "large": gzip.compress(inner, 1)}[shape]
-    assert (len(value) < 1024) == (shape != "large")   # (what one call is tried below)
+    assert (len(value) < 1024) == (shape != "large")   # (what the row reader gives zlib)
     data = _legacy_wrapper(inner, 119, value)
     cols = kcodec.decode_columns(data, include_headers=True)
     assert column_rows(cols) == [(r.offset, r.timestamp, r.key, r.value, r.headers)
@@ -1450,6 +1452,84 @@ def test_truncated_zstd_batches_fail_as_rows_fail(values: int) -> None:
                     _decode(log, layout, threads=threads)
                 assert (str(caught.value), caught.value.position) == (
                     str(ordinary.value), ordinary.value.position)
+
+
+def _gzip_member(data: bytes, name: bytes = b"") -> bytes:
+    """One gzip member of ``data`` (with a file name in its header when given)."""
+    import gzip
+    import io
+    out = io.BytesIO()
+    with gzip.GzipFile(filename=name.decode(), mode="wb", fileobj=out, mtime=0) as member:
+        member.write(data)
+    return out.getvalue()
+
+
+def test_small_gzip_batches_of_every_kind_without_the_gil() -> None:
+    """zlib is called without the GIL through the functions of the library the zlib module
+    uses, with streams kept from decode to decode (until the spare buffers are released).
+    Small gzip batches decode as the row reader reads them, whatever the member's header
+    holds; several members, bytes after the member (which Java ignores), a member that
+    inflates past what its trailer states or past 16 KiB when it is 1 KiB or more (left to
+    cramjam) are left to the ordinary path, which decides them."""
+    import random
+
+    from kcodec import _libz
+    assert _libz.available()
+    rng = random.Random(38)
+    plain = [_batch_of(base, 10, 50) for base in range(0, 40, 10)]
+    records = [bytes(b[61:]) for b in plain]
+    sections = [_gzip_member(records[0]), _gzip_member(records[1], name=b"records.bin"),
+                _gzip_member(records[2][:200]) + _gzip_member(records[2][200:]),
+                _gzip_member(records[3]) + b"\x00\x00 after"]
+    batches = [_batch_of_section(b[:61], section, "gzip", 10, base)
+               for base, b, section in zip(range(0, 40, 10), plain, sections)]
+
+    def letters(n: int) -> bytes:   # (2 bits a byte: gzip takes them to about a quarter)
+        return bytes(rng.choice(b"acgt") for _ in range(n))
+    queued = _batch_of_values(40, [letters(400) for _ in range(20)])    # ~8 KB, ~2 KB gzip
+    larger = _batch_of_values(60, [letters(600) for _ in range(30)])    # ~18 KB, ~5 KB
+    zeros = _batch_of_values(90, [bytes(2000)] * 600)   # 1.2 MB of records, a few KB gzip
+    batches += [_batch_of_section(b[:61], _gzip_member(bytes(b[61:])), "gzip", n, base)
+                for b, n, base in [(queued, 20, 40), (larger, 30, 60), (zeros, 600, 90)]]
+    log = b"".join(batches)
+    assert [1024 < b.size < 16384 for b in kcodec.read_batches(log)][-3:] == [True] * 3
+    expected = rows(log)
+    for threads in (1, 2, 1):   # (streams kept, freed, and made again)
+        assert column_rows(kcodec.decode_columns(log, include_headers=True,
+                                                 threads=threads)) == expected
+        assert arrow_rows(views(log, include_headers=True, threads=threads)) == expected
+        kcodec.columnar.release_spare_buffers()
+
+
+@pytest.mark.parametrize("damage", ["trailer crc", "trailer size", "truncated", "limit"])
+def test_small_gzip_batches_fail_as_rows_fail(damage: str) -> None:
+    """A small gzip batch whose member is damaged (its trailer's CRC-32 or size, cut short)
+    or that inflates past the limit fails in every layout with the row reader's error, at
+    its position, after the batch before it."""
+    plain = _batch_of(10, 10, 50)
+    section = bytearray(_gzip_member(bytes(plain[61:])))
+    first = _batch_of(0, 5, 50)   # (within the limit)
+    before = _compressed_batch_of_records("gzip", first[:61], first[61:], 5, 0)
+    limit = None
+    if damage == "trailer crc":
+        section[-8] ^= 1
+    elif damage == "trailer size":
+        section[-4] -= 1
+    elif damage == "truncated":
+        section = section[:-9]
+    else:
+        limit = len(plain) - 61 - 1
+    log = before + _batch_of_section(plain[:61], bytes(section), "gzip", 10, 10)
+    error = DecompressionLimitError if damage == "limit" else CompressionError
+    with pytest.raises(error) as ordinary:
+        list(r for b in kcodec.read_batches(log, max_decompressed_size=limit) for r in b)
+    assert ordinary.value.position == len(before) + 61   # (its records section)
+    for layout in LAYOUTS:
+        for threads in (1, 2):
+            with pytest.raises(error) as caught:
+                _decode(log, layout, threads=threads, max_decompressed_size=limit)
+            assert (str(caught.value), caught.value.position) == (
+                str(ordinary.value), ordinary.value.position), (layout, threads)
 
 
 @pytest.mark.parametrize("per_batch", [10, 100])
