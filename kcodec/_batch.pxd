@@ -54,8 +54,8 @@ cdef class RecordIterator:
     cdef Record _next(self)
 
 
-# One plain batch of a BatchRun: where it lies and the header fields the columnar decoder
-# reads (read while framing, as its header is then in cache).
+# One batch of a BatchRun: where it lies and the header fields the columnar decoder reads
+# (read while framing, as its header is then in cache).
 cdef struct PlainBatch:
     Py_ssize_t position
     Py_ssize_t size
@@ -71,9 +71,11 @@ cdef struct PlainBatch:
     uint16_t attributes
 
 
-# Consecutive plain magic-2 batches (uncompressed, neither control nor transactional,
-# with a record count of 0 or more), framed into one array without a Python object each:
-# what most of a log of small batches is (frame_batch_run).
+# Consecutive magic-2 batches, neither control nor transactional, that are plain
+# (uncompressed, with a record count of 0 or more) or small and compressed (of 1 record
+# or more, which the columnar decoder queues as frames: queued_as_frame in
+# kcodec/_frames.pxd), framed into one array without a Python object each: what most of a
+# log of small batches is (frame_batch_run).
 @cython.final
 @cython.no_gc   # holds its input, which holds no runs
 cdef class BatchRun:
@@ -88,7 +90,8 @@ cdef class BatchRun:
 
 
 cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_records,
-                              Py_ssize_t stop, bint strict, Py_ssize_t max_decompressed_size)
+                              Py_ssize_t stop, bint strict, Py_ssize_t max_decompressed_size,
+                              unsigned frame_codecs)
 
 
 cdef inline int64_t add64(int64_t a, int64_t b) noexcept nogil:

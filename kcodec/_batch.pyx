@@ -21,6 +21,7 @@ from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport free, realloc
 
 from kcodec._crc32c cimport crc32c_update
+from kcodec._frames cimport frame_codecs, queued_as_frame
 from kcodec._legacy cimport LegacyRun, frame_plain_run, make_legacy_batch
 from kcodec._record cimport InputBuffer, Record
 from kcodec._scratch cimport ScratchBuffer
@@ -432,8 +433,8 @@ cdef int _parse_v3_fields(RecordBatch b, const uint8_t *p, const uint8_t *end,
 @cython.final
 @cython.no_gc
 cdef class BatchRun:
-    """Consecutive plain v2 batches, framed into one array (see _batch.pxd); the columnar
-    decoder reads them without a RecordBatch each."""
+    """Consecutive plain or small compressed v2 batches, framed into one array (see
+    _batch.pxd); the columnar decoder reads them without a RecordBatch each."""
 
     def __dealloc__(self):
         free(self.batches)
@@ -472,28 +473,36 @@ cdef class BatchRun:
                             self._strict, self._max_decompressed_size)
 
 
-cdef inline Py_ssize_t _plain_batch_size(const uint8_t *p, Py_ssize_t remaining) noexcept nogil:
-    """The size of the plain v2 batch (see BatchRun) at ``p``, whole within ``remaining``
-    bytes; 0 if there is none."""
+cdef inline Py_ssize_t _run_batch_size(const uint8_t *p, Py_ssize_t remaining,
+                                       unsigned frame_codecs) noexcept nogil:
+    """The size of the v2 batch a BatchRun takes at ``p``, whole within ``remaining``
+    bytes; 0 if there is none there."""
     if remaining < HEADER_SIZE or p[OFF_MAGIC] != 2:
         return 0
     cdef int32_t size_field = <int32_t>kc_get_be32(p + OFF_LENGTH)
     cdef Py_ssize_t size = <Py_ssize_t>size_field + LOG_OVERHEAD
     if size_field < HEADER_SIZE - LOG_OVERHEAD or remaining < size:
         return 0
-    if (kc_get_be16(p + OFF_ATTRIBUTES) & (ATTR_CODEC | ATTR_CONTROL | ATTR_TRANSACTIONAL)
-            or <int32_t>kc_get_be32(p + OFF_RECORD_COUNT) < 0):
+    cdef int attributes = kc_get_be16(p + OFF_ATTRIBUTES)
+    cdef int32_t count = <int32_t>kc_get_be32(p + OFF_RECORD_COUNT)
+    if attributes & (ATTR_CONTROL | ATTR_TRANSACTIONAL) or count < 0:
+        return 0
+    if attributes & ATTR_CODEC and (count == 0 or not queued_as_frame(
+            attributes & ATTR_CODEC, p + HEADER_SIZE, size - HEADER_SIZE, frame_codecs)):
         return 0
     return size
 
 
 cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_records,
-                              Py_ssize_t stop, bint strict, Py_ssize_t max_decompressed_size):
-    """The plain v2 batches from ``position`` on, up to ``max_records`` records (a batch
-    counting at least 1; the first is taken whatever its count) and none starting at
-    ``stop`` or later, framed as read_batches frames them; None when the batch there is
-    not plain (or is one read_batches stops at or rejects, left for it to read)."""
-    if _plain_batch_size(buf.data + position, buf.size - position) == 0:
+                              Py_ssize_t stop, bint strict, Py_ssize_t max_decompressed_size,
+                              unsigned frame_codecs):
+    """The v2 batches a BatchRun takes from ``position`` on, up to ``max_records`` records
+    (a batch counting at least 1; the first is taken whatever its count) and none starting
+    at ``stop`` or later, framed as read_batches frames them; None when the batch there is
+    not one (or is one read_batches stops at or rejects, left for it to read). Small
+    compressed batches are taken of the codecs in ``frame_codecs`` (frame_codecs in
+    kcodec/_frames.pxd)."""
+    if _run_batch_size(buf.data + position, buf.size - position, frame_codecs) == 0:
         return None   # (no run made: a log of other batches pays nothing)
     cdef BatchRun run = BatchRun.__new__(BatchRun)
     cdef Py_ssize_t pos = position, size, weight
@@ -505,7 +514,7 @@ cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t m
     with nogil:
         while True:
             p = buf.data + pos
-            size = _plain_batch_size(p, buf.size - pos)
+            size = _run_batch_size(p, buf.size - pos, frame_codecs)
             if size == 0:
                 break
             count = <int32_t>kc_get_be32(p + OFF_RECORD_COUNT)
@@ -563,6 +572,7 @@ cdef class BatchReader:
     cdef bint _plain_runs   # stretches of plain legacy messages as LegacyRun objects
     cdef Py_ssize_t _run_records   # and of plain v2 batches as BatchRun objects of at most
                                    # this many records (0: none)
+    cdef unsigned _frame_codecs    # (and small ones of these codecs, see BatchRun)
     cdef Py_ssize_t _stop   # no batch starting here or later is read
     cdef readonly Py_ssize_t trailing_bytes
 
@@ -604,7 +614,8 @@ cdef class BatchReader:
         cdef BatchRun batches
         if magic == 2 and self._run_records:
             batches = frame_batch_run(self._buf, position, self._run_records, self._stop,
-                                      self._strict, self._max_decompressed_size)
+                                      self._strict, self._max_decompressed_size,
+                                      self._frame_codecs)
             if batches is not None:
                 self._pos += batches.size
                 self.trailing_bytes = self._buf.size - self._pos
@@ -673,9 +684,9 @@ def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=N
                              Py_ssize_t start=0, stop=None):
     """read_batches without CRC checks (the columnar decoder checks them), but with each
     stretch of plain legacy messages as one LegacyRun (up to 1024 messages, parsed into an
-    array) instead of a LegacyBatch each, and each stretch of plain v2 batches as one
-    BatchRun (up to ``run_records`` records; 0: none): framing them costs no Python object
-    a message or a batch. Framing starts at byte ``start`` (where an entry must start) and
+    array) instead of a LegacyBatch each, and each stretch of plain (or small compressed) v2
+    batches as one BatchRun (up to ``run_records`` records; 0: none): framing them costs
+    no Python object a message or a batch. Framing starts at byte ``start`` (where an entry must start) and
     reads no entry that starts at ``stop`` or later: ``valid_bytes`` is then where the
     entries read end (``stop`` or past it; before it only where the input ended)."""
     cdef BatchReader reader = _set_up(EntryReader.__new__(EntryReader), data, False, strict,
@@ -687,4 +698,5 @@ def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=N
         reader._stop = stop
     reader._plain_runs = True
     reader._run_records = max(run_records, 0)
+    reader._frame_codecs = frame_codecs() if run_records > 0 else 0
     return reader

@@ -19,25 +19,24 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_append_record, kc_batch_info, kc_buf, kc_buf_reserve,
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_decode_records, kc_decode_whole_records,
-                             kc_copy_out, kc_decompressed_size_range, kc_gather, kc_get_le,
+                             kc_copy_out, kc_decompressed_size_range, kc_gather,
                              kc_gather_views, kc_rebase_views)
 from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of, outside_ranges
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
-                             ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL)
+                             ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL, OFF_RECORD_COUNT)
 from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc, crc_matches,
                              inner_without_gil, next_inner, open_inner, raise_crc_mismatch,
                              shallow_message)
 from kcodec._crc32c cimport crc32c_update
-from kcodec._libz cimport (inflate_callable, inflate_context, inflate_give_back,
-                          inflate_release_spares)
-from kcodec._libzstd cimport (zstd_callable, zstd_context, zstd_give_back,
-                              zstd_release_spares)
+from kcodec._libz cimport inflate_context, inflate_give_back, inflate_release_spares
+from kcodec._libzstd cimport zstd_context, zstd_give_back, zstd_release_spares
 from kcodec._record cimport InputBuffer
 from kcodec._scratch cimport (Scratch, ScratchBuffer, scratch_give_back, scratch_release_spares,
                              scratch_resize, scratch_take)
-from kcodec._frames cimport (FRAME_DONE, GZIP_MEMBER_MIN, GZIP_ZLIB_BELOW, NOGIL_FROM,
-                             BlockHook, bytes_with_hook, frame_without_gil,
-                             lz4_frame_with_hook, snappy_with_hook, zstd_with_hook)
+from kcodec._frames cimport (FRAME_DONE, NOGIL_FROM, QUEUED_FRAME_MAX, BlockHook,
+                             bytes_with_hook, frame_codecs, frame_without_gil,
+                             lz4_frame_with_hook, queued_as_frame, snappy_with_hook,
+                             zstd_with_hook)
 
 
 cdef extern from "Python.h":
@@ -584,7 +583,8 @@ cdef int _queue_v2(_Run run, RecordBatch batch) except -1:
     if count < 0:
         if validate_crc:   # as the row reader: a damaged batch says so first
             batch.ensure_valid()
-        raise InvalidRecordError(f"Found invalid record count {count}", position=batch.position)
+        raise InvalidRecordError(f"Found invalid record count {count}",
+                                 position=batch.position + OFF_RECORD_COUNT)   # (as rows)
     _fill_info(&task.info, batch, run.strict, &run.ranges)
     # the batch's bytes, in the input its InputBuffer holds exported (not through a
     # memoryview of each batch: a log of many small batches then makes fewer objects)
@@ -636,9 +636,10 @@ cdef int _queue_v2(_Run run, RecordBatch batch) except -1:
 
 
 cdef int _queue_plain_batches(_Chunk chunk, _Run run, BatchRun batches) except -1:
-    """Queue the batches of ``batches`` (plain v2 batches) as _queue_v2 queues an
-    uncompressed batch, with the fields read when they were framed; those wholly outside
-    the ranges are left out unread, as select_entries leaves out a RecordBatch."""
+    """Queue the batches of ``batches`` as _queue_v2 queues an uncompressed batch and
+    _queue_frame a small compressed one, with the fields read when they were framed; those
+    wholly outside the ranges are left out unread, as select_entries leaves out a
+    RecordBatch."""
     cdef const PlainBatch *b
     cdef const uint8_t *p
     cdef _Task *task
@@ -652,25 +653,30 @@ cdef int _queue_plain_batches(_Chunk chunk, _Run run, BatchRun batches) except -
                           run.ranges.offset_lo, run.ranges.offset_hi, run.ranges.timestamp_lo):
             continue
         _make_room(chunk, run)
+        if run.frame_bytes >= FRAME_BYTES_A_PASS:
+            _flush(chunk, run)
         p = buf.data + b.position
         task = &run.tasks[run.n]
         _set_info(&task.info, b.base_offset, b.base_timestamp, b.max_timestamp, b.producer_id,
                   b.base_sequence, b.producer_epoch, 2, b.attributes, run.strict, &run.ranges)
-        task.crc_from = p + 21 if run.validate_crc else NULL
-        task.crc_len = <size_t>(b.size - 21)
-        task.crc = b.crc
-        task.start = p + 61
-        task.end = p + b.size
-        task.count = b.record_count
-        task.frame = False
-        task.wrapper = NULL
+        if task.info.compression:
+            _set_frame(run, task, p, b.size, b.record_count, b.crc)
+        else:
+            task.crc_from = p + 21 if run.validate_crc else NULL
+            task.crc_len = <size_t>(b.size - 21)
+            task.crc = b.crc
+            task.start = p + 61
+            task.end = p + b.size
+            task.count = b.record_count
+            task.frame = False
+            task.wrapper = NULL
+            if sources is not None and b.record_count:
+                sources.place(task, buf, buf.obj)
         if entry < 0 or run.n == 0:   # (a pass may have emptied the run)
             entry = len(run.entries)
             run.entries.append(batches)
             run.keep.append(buf)
         task.entry = entry
-        if sources is not None and b.record_count:
-            sources.place(task, buf, buf.obj)
         run.n += 1
     return 0
 
@@ -686,23 +692,6 @@ cdef int _keep_decompressed(_Task *task, ScratchBuffer records) except -1:
 
 
 cdef enum:
-    # LZ4, snappy and zstd batches of fewer bytes than this are queued as frames: decoded
-    # with the batches queued around them in one pass without the GIL, rather than one at a
-    # time with it held (_decode_by_block); with binary views, the run's frames are
-    # decompressed one after another into a buffer of their own that the views point into.
-    # Two threads had taken turns at the GIL: decode_arrow of 100 000 records in 10-record
-    # batches with two threads took 4.4 ms (snappy) and 5.3 ms (lz4), now 2.9 and 2.8; one
-    # thread 3.9 and 4.4 ms, now 3.4 and 3.5 (no Python object a batch). zstd (libzstd from
-    # C, kcodec/_libzstd.pyx): one thread 28.9-31.5 ms, now 18.8-20.1; two 25.9-37.8, now
-    # 10.3-10.5.
-    QUEUED_FRAME_MAX = NOGIL_FROM
-    # gzip sections under QUEUED_FRAME_MAX bytes are queued too (when zlib can be called
-    # without the GIL, kcodec/_libz.pyx) if they are ones the ordinary path gives zlib
-    # (under GZIP_ZLIB_BELOW bytes) or their trailer states they inflate to at most this
-    # many bytes: up to there zlib inflated as fast as cramjam or faster, the call's set-up
-    # included (JSON-like events of 2-16 KiB: 0.6x-1.0x cramjam's time); at 32 KiB cramjam
-    # took 0.4x-0.8x zlib's time
-    GZIP_QUEUED_INFLATED_MAX = 16 * 1024
     # a run's kept frames (binary views) end within this many bytes (a view's offset is an
     # int32); a frame past it is left over, to the ordinary path
     KEPT_FRAMES_MAX = 1 << 30
@@ -712,25 +701,11 @@ cdef enum:
 
 
 cdef inline bint _queues_as_frame(RecordBatch batch) except -1:
-    """Whether a compressed v2 batch is queued as a frame: a small batch _decode_by_block
-    would take (zstd only when libzstd can be called without the GIL, kcodec/_libzstd.pyx),
-    or a small gzip batch (when zlib can be, kcodec/_libz.pyx)."""
-    cdef int codec = batch.attributes & ATTR_CODEC
-    if codec == 1:
-        return (batch.magic == 2 and batch.record_count > 0 and
-                _gzip_queues(batch._p + batch.header_size, batch.size - batch.header_size))
-    return _by_block(batch) and batch.size < QUEUED_FRAME_MAX and (codec != 4 or
-                                                                    zstd_callable())
-
-
-cdef inline bint _gzip_queues(const uint8_t *section, Py_ssize_t n) except -1:
-    """Whether a gzip section of ``n`` bytes is queued, to be inflated by zlib in the run's
-    pass (GZIP_QUEUED_INFLATED_MAX)."""
-    if n < GZIP_MEMBER_MIN or n >= QUEUED_FRAME_MAX:
-        return False
-    if n >= GZIP_ZLIB_BELOW and kc_get_le(section + n - 4, 4) > GZIP_QUEUED_INFLATED_MAX:
-        return False
-    return inflate_callable()
+    """Whether a compressed v2 batch is queued as a frame (queued_as_frame, in
+    kcodec/_frames.pxd)."""
+    return (batch.magic == 2 and batch.record_count > 0 and
+            queued_as_frame(batch.attributes & ATTR_CODEC, batch._p + batch.header_size,
+                            batch.size - batch.header_size, frame_codecs()))
 
 
 cdef int _take_library(_Run run, int codec) except -1:
@@ -751,21 +726,8 @@ cdef int _queue_frame(_Run run, RecordBatch batch) except -1:
     """Queue a small gzip, LZ4, snappy or zstd batch, to be decompressed and decoded in the
     run's pass (_decode_frame)."""
     cdef _Task *task = &run.tasks[run.n]
-    _take_library(run, batch.attributes & ATTR_CODEC)
     _fill_info(&task.info, batch, run.strict, &run.ranges)
-    task.info.values_in_place = (run.want & KC_COL_VALUE and not run.want & KC_COL_VIEWS
-                                 and task.info.compression == 2)
-    task.crc_from = batch._p + 21 if run.validate_crc else NULL
-    task.crc_len = <size_t>(batch.size - 21)
-    task.crc = batch.crc
-    task.start = batch._p + batch.header_size
-    task.end = batch._p + batch.size
-    task.count = batch.record_count
-    task.frame = True
-    task.inflated = 0
-    task.wrapper = NULL
-    run.frames = True
-    run.frame_bytes += <size_t>(task.end - task.start)
+    _set_frame(run, task, batch._p, batch.size, batch.record_count, batch.crc)
     task.entry = len(run.entries)
     run.entries.append(batch)
     run.keep.append(batch._buf)
@@ -773,16 +735,32 @@ cdef int _queue_frame(_Run run, RecordBatch batch) except -1:
     return 0
 
 
+cdef int _set_frame(_Run run, _Task *task, const uint8_t *p, Py_ssize_t size, int32_t count,
+                    uint32_t crc) except -1:
+    """Make ``task`` (its info set) the queued frame of the v2 batch of ``size`` bytes at
+    ``p``."""
+    _take_library(run, task.info.compression)
+    task.info.values_in_place = (run.want & KC_COL_VALUE and not run.want & KC_COL_VIEWS
+                                 and task.info.compression == 2)
+    task.crc_from = p + 21 if run.validate_crc else NULL
+    task.crc_len = <size_t>(size - 21)
+    task.crc = crc
+    task.start = p + 61
+    task.end = p + size
+    task.count = count
+    task.frame = True
+    task.inflated = 0
+    task.wrapper = NULL
+    run.frames = True
+    run.frame_bytes += <size_t>(task.end - task.start)
+    return 0
+
+
 cdef inline bint _queues_as_wrapper(const LegacyMessage *m) except -1:
-    """Whether a legacy wrapper is queued (a small LZ4 or snappy one, or a small gzip one
-    when zlib can be called without the GIL) rather than appended at once
-    (_append_wrapper)."""
-    cdef int codec = m.attributes & ATTR_CODEC
-    if m.value == NULL:
-        return False
-    if codec == 1:
-        return _gzip_queues(m.value, m.value_len)
-    return (codec == 2 or codec == 3) and m.value_len < QUEUED_FRAME_MAX
+    """Whether a legacy wrapper is queued (a small gzip, LZ4 or snappy one: magic 0 and 1
+    have no zstd) rather than appended at once (_append_wrapper)."""
+    return m.value != NULL and queued_as_frame(m.attributes & ATTR_CODEC, m.value, m.value_len,
+                                               frame_codecs() & ~(1 << 4))
 
 
 cdef int _queue_wrapper(_Run run, object entry, const kc_batch_info *ranges) except -1:
@@ -947,7 +925,7 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
                              (run.n if failed < 0 else start + failed) - start)
             if failed < 0 or status != LEFT_OVER:
                 break
-            _decode_left_over(chunk, run, run.entries[run.tasks[start + failed].entry])
+            _decode_left_over(chunk, run, _entry_of(run.entries, &run.tasks[start + failed]))
             start += failed + 1
     finally:
         if kept is None:
@@ -966,9 +944,7 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
         return 0
     failed += start
     task = &run.tasks[failed]
-    batch = entries[task.entry]
-    if type(batch) is BatchRun:
-        batch = (<BatchRun>batch).batch_at(task.start - 61)
+    batch = _entry_of(entries, task)
     if status == CRC_MISMATCH:
         batch.ensure_valid()
     if status == KC_ERR_MEMORY:
@@ -1025,6 +1001,14 @@ cdef int _keep_frames(_Run run, int32_t number, ScratchBuffer kept) except -1:
         kept.shrink()
     run.sources.own_buffer_filled(number, kept)
     return 0
+
+
+cdef object _entry_of(list entries, const _Task *task):
+    """The entry ``task`` comes from (of a run's ``entries``): of a BatchRun, its batch."""
+    entry = entries[task.entry]
+    if type(entry) is BatchRun:
+        return (<BatchRun>entry).batch_at(task.start - 61)
+    return entry
 
 
 cdef int _decode_left_over(_Chunk chunk, _Run run, object entry) except -1:
@@ -1604,13 +1588,19 @@ cdef enum:
 
 cdef double _batch_region_guess(RecordBatch batch, Py_ssize_t records) except -1:
     """_region_guess of a compressed RecordBatch."""
-    cdef int64_t most
-    cdef int codec = batch.attributes & ATTR_CODEC
     cdef Py_ssize_t header = batch.header_size
-    cdef Py_ssize_t section = max(batch.size - header, 0)
-    if section < FRAMING_WORTH_READING:
-        return _region_guess(codec, NULL, section, records, False, &most)
-    return _region_guess(codec, batch._p + header, section, records, batch.magic == 2, &most)
+    return _section_guess(batch.attributes & ATTR_CODEC, batch._p + header,
+                          max(batch.size - header, 0), records, batch.magic == 2)
+
+
+cdef double _section_guess(int codec, const uint8_t *section, Py_ssize_t n, Py_ssize_t records,
+                           bint framed) noexcept:
+    """_region_guess of a batch's compressed records section (``framed``: of magic 2),
+    whose framing is read only when the section is large enough for it to pay."""
+    cdef int64_t most
+    if n < FRAMING_WORTH_READING:
+        return _region_guess(codec, NULL, n, records, False, &most)
+    return _region_guess(codec, section, n, records, framed, &most)
 
 
 cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
@@ -1649,14 +1639,24 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
                 if want & KC_COL_VALUE and not views:
                     v2_values += max(_batch_region_guess(batch, count) - _record_overhead * count,
                                      0)
-        elif type(entry) is BatchRun:
+        elif type(entry) is BatchRun:   # (as RecordBatch entries are counted above)
             for i in range((<BatchRun>entry).n):
                 plain = &(<BatchRun>entry).batches[i]
                 section = plain.size - 61
-                count = min(<Py_ssize_t>plain.record_count, section // 5)
+                if not plain.attributes & ATTR_CODEC:
+                    count = min(<Py_ssize_t>plain.record_count, section // 5)
+                    records += count
+                    region_bytes += section
+                    v2_values += max(section - _record_overhead * count, 0)
+                    continue
+                count = min(<Py_ssize_t>plain.record_count, section)
                 records += count
-                region_bytes += section
-                v2_values += max(section - _record_overhead * count, 0)
+                most_bytes = GUESS_PAST_UNCOMPRESSED
+                if want & KC_COL_VALUE and not views:
+                    v2_values += max(_section_guess(
+                        plain.attributes & ATTR_CODEC,
+                        (<BatchRun>entry).buf.data + plain.position + 61, section, count,
+                        True) - _record_overhead * count, 0)
         elif type(entry) is LegacyRun:   # keys and values within its bytes
             records += (<LegacyRun>entry).n
             region_bytes += (<LegacyRun>entry).size

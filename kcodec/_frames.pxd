@@ -1,5 +1,6 @@
 from libc.stdint cimport uint8_t
 
+from kcodec._native cimport kc_get_le
 from kcodec._scratch cimport Scratch, ScratchBuffer
 
 
@@ -81,3 +82,40 @@ cdef enum:
     GZIP_ZLIB_BELOW = 1024
     GZIP_ONE_CALL_MOST = 1 << 20
     GZIP_MEMBER_MIN = 18
+
+cdef enum:
+    # Compressed sections of fewer bytes than this (a magic-2 batch's records, a legacy
+    # wrapper's value) are queued as frames by the columnar decoder: decoded with the
+    # batches queued around them in one pass without the GIL, rather than one at a time
+    # with it held (kcodec._columns); with binary views, the run's frames are decompressed
+    # one after another into a buffer of their own that the views point into.
+    # Two threads had taken turns at the GIL: decode_arrow of 100 000 records in 10-record
+    # batches with two threads took 4.4 ms (snappy) and 5.3 ms (lz4), now 2.9 and 2.8; one
+    # thread 3.9 and 4.4 ms, now 3.4 and 3.5 (no Python object a batch). zstd (libzstd from
+    # C, kcodec/_libzstd.pyx): one thread 28.9-31.5 ms, now 18.8-20.1; two 25.9-37.8, now
+    # 10.3-10.5.
+    QUEUED_FRAME_MAX = NOGIL_FROM
+    # gzip sections under QUEUED_FRAME_MAX bytes are queued too (when zlib can be called
+    # without the GIL, kcodec/_libz.pyx) if they are ones the ordinary path gives zlib
+    # (under GZIP_ZLIB_BELOW bytes) or their trailer states they inflate to at most this
+    # many bytes: up to there zlib inflated as fast as cramjam or faster, the call's set-up
+    # included (JSON-like events of 2-16 KiB: 0.6x-1.0x cramjam's time); at 32 KiB cramjam
+    # took 0.4x-0.8x zlib's time
+    GZIP_QUEUED_INFLATED_MAX = 16 * 1024
+
+# Bit 1 << codec set for each codec whose small frames are decompressed without the GIL:
+# snappy and LZ4 always, zstd and gzip when their libraries' C functions were found
+# (kcodec/_libzstd.pyx, kcodec/_libz.pyx). With the GIL held.
+cdef unsigned frame_codecs() except 0
+
+
+cdef inline bint queued_as_frame(int codec, const uint8_t *section, Py_ssize_t n,
+                                 unsigned codecs) noexcept nogil:
+    """Whether a compressed section of ``n`` bytes of ``codec`` is small enough to be queued
+    as a frame, its codec one of ``codecs`` (frame_codecs)."""
+    if not (codecs >> codec) & 1 or n >= QUEUED_FRAME_MAX:
+        return False
+    if codec != 1:
+        return True
+    return n >= GZIP_MEMBER_MIN and (n < GZIP_ZLIB_BELOW or
+                                     kc_get_le(section + n - 4, 4) <= GZIP_QUEUED_INFLATED_MAX)

@@ -19,8 +19,8 @@ from libc.string cimport memcpy, memmove
 
 import cramjam
 
-from kcodec._libz cimport inflate_member
-from kcodec._libzstd cimport zstd_decompress
+from kcodec._libz cimport inflate_callable, inflate_member
+from kcodec._libzstd cimport zstd_callable, zstd_decompress
 from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_resize
 from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
                              kc_get_le, kc_lz4_block, kc_put_be32, kc_snappy_block,
@@ -556,6 +556,11 @@ cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
                 return FRAME_UNDECIDED
     return (FRAME_DONE if status == BLOCKS_DONE else
             FRAME_STOPPED if status == BLOCKS_STOPPED else FRAME_UNDECIDED)
+
+
+cdef unsigned frame_codecs() except 0:
+    return ((1 << 2) | (1 << 3) | (<unsigned>zstd_callable() << 4)
+            | (<unsigned>inflate_callable() << 1))
 
 
 cdef int _zstd_frame(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, Scratch *out,

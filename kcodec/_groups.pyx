@@ -155,7 +155,10 @@ def entry_totals(list entries):
         elif type(entry) is BatchRun:
             size = (<BatchRun>entry).size
             for i in range((<BatchRun>entry).n):
-                plain_records += (<BatchRun>entry).batches[i].record_count
+                if (<BatchRun>entry).batches[i].attributes & ATTR_CODEC == 0:
+                    plain_records += (<BatchRun>entry).batches[i].record_count
+                else:
+                    copied += (<BatchRun>entry).batches[i].size
         elif type(entry) is LegacyRun:
             size = (<LegacyRun>entry).size
             copied += size

@@ -71,7 +71,7 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
                 continue
             yield entry
         elif type(entry) is BatchRun:
-            # plain batches (none control or transactional): the decoder skips those
+            # batches neither control nor transactional: the decoder skips those
             # outside the ranges one by one, as above; the run is skipped if all are (its
             # batches are looked at only when ranges or aborted transactions need them)
             if (bounded or read_committed) and not _any_in_range(<BatchRun>entry, lo, hi,

@@ -141,8 +141,9 @@ def select_batches(entries: Iterable[Framed], *, include_control: bool = False,
     skipped, which a consumer receives and checks too (for entries framed without CRC
     checks, whose selected batches are checked when decoded). A LegacyRun (a stretch of
     plain legacy messages) passes, its messages filtered one by one as they are decoded,
-    and so does a BatchRun (a stretch of plain v2 batches) unless all its batches are
-    outside the ranges. Anything else but what ``read_batches`` yields raises TypeError.
+    and so does a BatchRun (a stretch of plain or small compressed v2 batches) unless all
+    its batches are outside the ranges. Anything else but what ``read_batches`` yields
+    raises TypeError.
     """
     lo, hi = max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX)
     return select_entries(entries, include_control, aborted_transactions, lo, hi,

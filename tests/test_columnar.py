@@ -602,21 +602,28 @@ def test_iter_arrow_frames_its_input_as_it_goes() -> None:
 
 
 def test_plain_batches_are_framed_in_runs() -> None:
-    """Consecutive plain v2 batches are framed as one BatchRun (up to run_records records):
-    a compressed, control or transactional batch, or one with a negative count, is framed
-    on its own. A run's batches are read_batches' batches."""
+    """Consecutive plain v2 batches, and small compressed ones the columnar decoder queues
+    as frames, are framed as one BatchRun (up to run_records records): a larger compressed
+    batch, a control or transactional one, or one with a negative count, is framed on its
+    own. A run's batches are read_batches' batches."""
+    import random
+
     from kcodec._batch import BatchRun, read_entries_for_columns
     plain = [_batch_of(base, 10, 20) for base in range(0, 100, 10)]
     lz4 = kcodec.BatchBuilder(base_offset=100, compression="lz4")
     lz4.append(b"x", timestamp=TS)
     negative = bytearray(_batch_of(110, 10, 20))
     negative[57:61] = b"\xff" * 4
-    log = b"".join(plain[:7]) + lz4.build() + bytes(negative) + b"".join(plain[7:])
+    large = kcodec.BatchBuilder(base_offset=200, compression="lz4")
+    for i in range(200):
+        large.append(random.Random(i).randbytes(100), timestamp=TS)
+    log = (b"".join(plain[:7]) + lz4.build() + bytes(negative) + b"".join(plain[7:])
+           + large.build())
     log += transactional_log()
     entries = list(read_entries_for_columns(log, run_records=50))
     kinds = [(type(e).__name__, len(e) if type(e) is BatchRun else 1) for e in entries]
-    assert kinds == [("BatchRun", 5), ("BatchRun", 2), ("RecordBatch", 1), ("RecordBatch", 1),
-                     ("BatchRun", 3)] + [("RecordBatch", 1)] * 4 + [("BatchRun", 1)]
+    assert kinds == [("BatchRun", 5), ("BatchRun", 3), ("RecordBatch", 1), ("BatchRun", 3),
+                     ("RecordBatch", 1)] + [("RecordBatch", 1)] * 4 + [("BatchRun", 1)]
     rows_of = list(kcodec.read_batches(log, validate_crc=False))
     framed = [b for e in entries
               for b in ([e[i] for i in range(len(e))] if isinstance(e, BatchRun) else [e])]
@@ -706,6 +713,15 @@ def test_errors_carry_positions() -> None:
     bad[57:61] = (3).to_bytes(4, "big")
     with pytest.raises(InvalidRecordError):
         kcodec.decode_columns(bad, validate_crc=False)
+    negative = bytearray(_batch_of(0, 2, 10) + _batch_of(2, 2, 10))
+    at = len(_batch_of(0, 2, 10))
+    negative[at + 57:at + 61] = b"\xff" * 4   # (the record count: rows name its byte)
+    negative[at + 17:at + 21] = kcodec.crc32c(bytes(negative[at + 21:])).to_bytes(4, "big")
+    with pytest.raises(InvalidRecordError) as ordinary:
+        rows(bytes(negative))
+    with pytest.raises(InvalidRecordError) as caught:
+        kcodec.decode_columns(bytes(negative), validate_crc=False)
+    assert caught.value.position == ordinary.value.position == at + 57
     with pytest.raises(CompressionError):
         kcodec.decode_columns(VECTORS["L05_lz4_bad_hc"])
 
