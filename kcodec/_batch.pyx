@@ -570,7 +570,7 @@ cdef class BatchReader:
     cdef Py_ssize_t _max_decompressed_size
     cdef bint _allow_magic3
     cdef bint _plain_runs   # stretches of plain legacy messages as LegacyRun objects
-    cdef Py_ssize_t _run_records   # and of plain v2 batches as BatchRun objects of at most
+    cdef Py_ssize_t _run_records   # and of v2 batches as BatchRun objects of at most
                                    # this many records (0: none)
     cdef unsigned _frame_codecs    # (and small ones of these codecs, see BatchRun)
     cdef Py_ssize_t _stop   # no batch starting here or later is read
@@ -663,8 +663,8 @@ def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_s
 @cython.final
 cdef class EntryReader(BatchReader):
     """Iterates the entries of a buffer for the columnar decoder (returned by
-    :func:`read_entries_for_columns`): batches, and stretches of plain batches or messages
-    as runs."""
+    :func:`read_entries_for_columns`): batches, and stretches of plain (or small
+    compressed) batches or plain messages as runs."""
 
 
 cdef BatchReader _set_up(BatchReader reader, data, bint validate_crc, bint strict,

@@ -48,15 +48,16 @@ if TYPE_CHECKING:
 
 
 Entry = RecordBatch | LegacyBatch
-# what the decoder reads: entries, and stretches of plain v2 batches or plain legacy
-# messages framed as one
+# what the decoder reads: entries, and stretches of plain (or small compressed) v2 batches
+# or plain legacy messages framed as one
 Framed = Entry | BatchRun | LegacyRun
 Selector = Callable[[Iterable[Framed]], Iterator[Framed]]
 
 
 class Framer(Protocol):
     """Frames the entries from byte ``start`` on, to ``stop`` (see
-    read_entries_for_columns), plain v2 batches in runs of ``records_a_run`` records."""
+    read_entries_for_columns), plain and small compressed v2 batches in runs of
+    ``records_a_run`` records."""
     def __call__(self, start: int = ..., stop: int | None = ...,
                  records_a_run: int = ...) -> EntryReader: ...
 
