@@ -686,9 +686,10 @@ def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=N
     stretch of plain legacy messages as one LegacyRun (up to 1024 messages, parsed into an
     array) instead of a LegacyBatch each, and each stretch of plain (or small compressed) v2
     batches as one BatchRun (up to ``run_records`` records; 0: none): framing them costs
-    no Python object a message or a batch. Framing starts at byte ``start`` (where an entry must start) and
-    reads no entry that starts at ``stop`` or later: ``valid_bytes`` is then where the
-    entries read end (``stop`` or past it; before it only where the input ended)."""
+    no Python object a message or a batch. Framing starts at byte ``start`` (where an
+    entry must start) and reads no entry that starts at ``stop`` or later: ``valid_bytes``
+    is then where the entries read end (``stop`` or past it; before it only where the input
+    ended)."""
     cdef BatchReader reader = _set_up(EntryReader.__new__(EntryReader), data, False, strict,
                                       None, max_decompressed_size, allow_magic3)
     if not 0 <= start <= reader._buf.size:
