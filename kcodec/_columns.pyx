@@ -429,6 +429,7 @@ cdef class _Run:
     cdef list keep      # what keeps the tasks' bytes alive (the input or a ScratchBuffer)
     cdef void *zstd     # a _libzstd context, once a zstd frame is queued
     cdef void *inflate  # a _libz stream, once a gzip frame or wrapper is queued
+    cdef unsigned frame_codecs   # what codecs' small batches are queued as frames
     cdef bint frames    # whether a queued frame is among the tasks
     cdef bint wrappers  # whether a queued legacy wrapper is
     cdef size_t frame_bytes   # their compressed bytes
@@ -453,6 +454,7 @@ cdef class _Run:
         cdef _Run run = _Run(capacity)
         run.want, run.strict, run.validate_crc = self.want, self.strict, self.validate_crc
         run.ranges, run.limit, run.sources = self.ranges, self.limit, self.sources
+        run.frame_codecs = self.frame_codecs
         return run
 
     def __dealloc__(self):
@@ -700,12 +702,12 @@ cdef enum:
     FRAME_BYTES_A_PASS = 4 << 20
 
 
-cdef inline bint _queues_as_frame(RecordBatch batch) except -1:
+cdef inline bint _queues_as_frame(_Run run, RecordBatch batch) noexcept:
     """Whether a compressed v2 batch is queued as a frame (queued_as_frame, in
     kcodec/_frames.pxd)."""
     return (batch.magic == 2 and batch.record_count > 0 and
             queued_as_frame(batch.attributes & ATTR_CODEC, batch._p + batch.header_size,
-                            batch.size - batch.header_size, frame_codecs()))
+                            batch.size - batch.header_size, run.frame_codecs))
 
 
 cdef int _take_library(_Run run, int codec) except -1:
@@ -756,11 +758,11 @@ cdef int _set_frame(_Run run, _Task *task, const uint8_t *p, Py_ssize_t size, in
     return 0
 
 
-cdef inline bint _queues_as_wrapper(const LegacyMessage *m) except -1:
+cdef inline bint _queues_as_wrapper(_Run run, const LegacyMessage *m) noexcept:
     """Whether a legacy wrapper is queued (a small gzip, LZ4 or snappy one: magic 0 and 1
     have no zstd) rather than appended at once (_append_wrapper)."""
     return m.value != NULL and queued_as_frame(m.attributes & ATTR_CODEC, m.value, m.value_len,
-                                               frame_codecs() & ~(1 << 4))
+                                               run.frame_codecs & ~(1 << 4))
 
 
 cdef int _queue_wrapper(_Run run, object entry, const kc_batch_info *ranges) except -1:
@@ -1708,20 +1710,21 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     cdef Py_ssize_t limit = min(get_max_decompressed_size() if max_decompressed_size is None
                                 else max_decompressed_size, PY_SSIZE_T_MAX)
     run.want, run.strict, run.validate_crc, run.limit = want, strict, validate_crc, limit
+    run.frame_codecs = frame_codecs()
     run.ranges, run.sources = ranges, sources
     for entry in entries:
         if type(entry) is RecordBatch:
             batch = <RecordBatch>entry
             _flush_queued(chunk, queued, validate_crc, &ranges)
-            if _by_block(batch):
-                by_block -= 1
-            if _queues_as_frame(batch):
+            if _queues_as_frame(run, batch):
+                by_block -= _by_block(batch)
                 _make_room(chunk, run)
                 _queue_frame(run, batch)
                 if run.frame_bytes >= FRAME_BYTES_A_PASS:
                     _flush(chunk, run)
                 continue
             if _by_block(batch):
+                by_block -= 1
                 _flush(chunk, run)
                 if _decode_by_block(chunk, batch, strict, validate_crc, &ranges, limit,
                                     sources, by_block + 1):
@@ -1743,7 +1746,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
             _append_run(chunk, entry, validate_crc, &ranges)
         elif shallow_message(entry).attributes & ATTR_CODEC:
             _flush_queued(chunk, queued, validate_crc, &ranges)
-            if _queues_as_wrapper(shallow_message(entry)):
+            if _queues_as_wrapper(run, shallow_message(entry)):
                 _make_room(chunk, run)
                 _queue_wrapper(run, entry, &ranges)
                 if run.frame_bytes >= FRAME_BYTES_A_PASS:

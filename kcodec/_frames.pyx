@@ -587,7 +587,7 @@ cdef int _gzip_member(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, Scratch 
     size its trailer states (ISIZE, exact for a member this small), which must be within
     ``limit`` and GZIP_ONE_CALL_MOST. A member that is not what its trailer states fails
     zlib's own check of it."""
-    if stream == NULL or n < GZIP_MEMBER_MIN or p[0] != 0x1F or p[1] != 0x8B:
+    if stream == NULL or n < GZIP_MEMBER_MIN:
         return FRAME_UNDECIDED
     cdef Py_ssize_t stated = <Py_ssize_t>kc_get_le(p + n - 4, 4)
     if (stated > GZIP_ONE_CALL_MOST or _dropped(hook) + length[0] + stated > limit or

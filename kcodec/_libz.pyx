@@ -17,7 +17,6 @@ kept since 1.0), so no header is needed to build.
 from libc.limits cimport UINT_MAX
 from libc.stdint cimport uint8_t, uintptr_t
 from libc.stdlib cimport calloc, free
-from libc.string cimport memset
 
 from kcodec._spares cimport SpareContexts, discard_spares, keep_spare, take_spare
 
@@ -76,55 +75,46 @@ cdef int _look_up() except -1:
         import zlib
     except ImportError:
         return 0
-    # the module's shared object, else (a built-in module) the program's own symbols
-    places = [getattr(zlib, "__file__", None), None]
+    # the module's shared object, or (a module built into Python) the program's symbols
+    place = getattr(zlib, "__file__", None)
     cdef uintptr_t init, reset, end, inflate, version
-    for place in places:
-        if place is None and places[0] is not None:
-            continue
-        try:
-            library = ctypes.CDLL(place)
-            library.zlibVersion.restype = ctypes.c_char_p
-            if library.zlibVersion().decode() != zlib.ZLIB_RUNTIME_VERSION:
-                continue
-            init, reset, end, inflate, version = (
-                ctypes.cast(getattr(library, name), ctypes.c_void_p).value
-                for name in ("inflateInit2_", "inflateReset", "inflateEnd", "inflate",
-                             "zlibVersion"))
-        except (OSError, AttributeError, TypeError, UnicodeDecodeError):
-            continue
-        _init, _reset, _end = <_init_fn>init, <_stream_fn>reset, <_stream_fn>end
-        _version = (<_version_fn>version)()
-        if _takes_our_stream():
-            _inflate = <_inflate_fn>inflate   # (last: it tells they are all there)
+    try:
+        library = ctypes.CDLL(place)
+        library.zlibVersion.restype = ctypes.c_char_p
+        if library.zlibVersion().decode() != zlib.ZLIB_RUNTIME_VERSION:
+            return 0
+        init, reset, end, inflate, version = (
+            ctypes.cast(getattr(library, name), ctypes.c_void_p).value
+            for name in ("inflateInit2_", "inflateReset", "inflateEnd", "inflate",
+                         "zlibVersion"))
+    except (OSError, AttributeError, TypeError, UnicodeDecodeError):
         return 0
+    _init, _reset, _end = <_init_fn>init, <_stream_fn>reset, <_stream_fn>end
+    _version = (<_version_fn>version)()
+    cdef _Stream *stream = _new_stream()   # (zlib checks the stream's size and version)
+    if stream != NULL:
+        _discard(stream)
+        _inflate = <_inflate_fn>inflate   # (last: it tells they are all there)
     return 0
 
 
-cdef bint _takes_our_stream() noexcept:
-    """Whether the library sets up a stream of the structure declared here (zlib checks
-    its size and the version's major number)."""
-    cdef _Stream stream
-    memset(&stream, 0, sizeof(_Stream))
-    if _init(&stream, GZIP_WINDOW_BITS, _version, <int>sizeof(_Stream)) != Z_OK:
-        return False
-    _end(&stream)
-    return True
+cdef _Stream *_new_stream() noexcept:
+    """A stream set up for gzip members, or NULL (no memory, or the library does not take
+    the stream structure declared here)."""
+    cdef _Stream *stream = <_Stream *>calloc(1, sizeof(_Stream))
+    if stream != NULL and _init(stream, GZIP_WINDOW_BITS, _version,
+                                <int>sizeof(_Stream)) != Z_OK:
+        free(stream)
+        stream = NULL
+    return stream
 
 
 cdef SpareContexts _spares   # (kcodec/_spares.pxd)
 
 
 cdef void *inflate_context() noexcept:
-    cdef _Stream *stream = <_Stream *>take_spare(&_spares)
-    if stream != NULL:
-        return stream
-    stream = <_Stream *>calloc(1, sizeof(_Stream))
-    if stream != NULL and _init(stream, GZIP_WINDOW_BITS, _version,
-                                <int>sizeof(_Stream)) != Z_OK:
-        free(stream)
-        stream = NULL
-    return stream
+    cdef void *stream = take_spare(&_spares)
+    return stream if stream != NULL else _new_stream()
 
 
 cdef void inflate_give_back(void *context) noexcept:

@@ -401,7 +401,7 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
 
 
 def _records_a_run(window_records: int) -> int:
-    """Plain v2 batches are framed in runs of this many records by a thread framing its
+    """v2 batches are framed in runs of this many records by a thread framing its
     own stretch, which decodes its windows whole: runs long enough that framing takes the
     GIL seldom (while the other threads frame and decode too), short enough to end a
     window near its size."""
