@@ -2,7 +2,8 @@
 
 100 batches of 1000 records (16-byte keys, JSON-like values of 100 B and 1 KiB), per codec:
 records/s of decode_columns (numpy) and decode_arrow (binary columns, and binary_view
-columns that point into the input), with 1 and 2 threads; compressed, also against the
+columns that point into the input), with 1 and 2 threads (and iter_columns, whose threads'
+chunks are not joined, with 2); compressed, also against the
 codec library decompressing the same payloads into kept buffers of their exact size; and
 two threads against one on an input ten times as large; and the same records in small
 batches. Every reader checks CRCs.
@@ -130,10 +131,11 @@ def compute_scaling(rounds: int) -> float:
 
 def decoders(data: bytes) -> dict[str, Callable[[], object]]:
     """decode_columns, decode_arrow and decode_arrow with binary views, each with 1 and 2
-    threads."""
+    threads, and iter_columns with 2 (with 1 it decodes as decode_columns does)."""
     return {
         "columns": lambda: kcodec.decode_columns(data),
         "columns x2": lambda: kcodec.decode_columns(data, threads=2),
+        "column chunks x2": lambda: list(kcodec.iter_columns(data, threads=2)),
         "arrow": lambda: kcodec.decode_arrow(data),
         "arrow x2": lambda: kcodec.decode_arrow(data, threads=2),
         "arrow views": lambda: kcodec.decode_arrow(data, binary_view=True),
@@ -141,7 +143,8 @@ def decoders(data: bytes) -> dict[str, Callable[[], object]]:
     }
 
 
-def scaling_by_size(codecs_: list[str], rounds: int) -> list[tuple[str, float, float, float]]:
+def scaling_by_size(codecs_: list[str],
+                    rounds: int) -> list[tuple[str, float, float, float, float]]:
     """Two threads against one on 100 B records, for the bench's input and one ten times as
     large: what a call costs besides decoding (handing work to the helper thread, joining
     or assembling the parts) weighs less on a larger input."""
@@ -153,7 +156,8 @@ def scaling_by_size(codecs_: list[str], rounds: int) -> list[tuple[str, float, f
             out.append((f"{codec} 100 B x {batches * PER_BATCH:,}",
                         medians["arrow"] / medians["arrow x2"],
                         medians["arrow views"] / medians["arrow views x2"],
-                        medians["columns"] / medians["columns x2"]))
+                        medians["columns"] / medians["columns x2"],
+                        medians["columns"] / medians["column chunks x2"]))
     return out
 
 
@@ -225,20 +229,23 @@ def main() -> int:
                         medians["arrow"] / medians["arrow x2"],
                         medians["arrow views"] / medians["arrow views x2"],
                         medians["columns"] / medians["columns x2"],
+                        medians["columns"] / medians["column chunks x2"],
                         "" if raw is None else f"{medians['columns'] / raw - 1:+.0%}",
                         "" if raw is None else f"{medians['arrow views'] / raw - 1:+.0%}"))
     print(f"kcodec {kcodec.__version__}: {BATCHES} batches x {PER_BATCH} records, "
           f"{rounds} interleaved rounds, medians ('kcodec is' = faster than columns by)")
     print_table("columnar decoding", rows_out)
-    print("\n                M rec/s:          vs       2 threads vs 1:         over raw:")
-    print("case            columns  views  aiokafka  arrow  views  columns  columns  views")
-    for case, rate, views, vs_aio, arrow2, views2, columns2, over, views_over in summary:
+    print("\n                M rec/s:          vs       2 threads vs 1:                 over raw:")
+    print("case            columns  views  aiokafka  arrow  views  columns  chunks  columns"
+          "  views")
+    for (case, rate, views, vs_aio, arrow2, views2, columns2, chunks2, over,
+         views_over) in summary:
         print(f"{case:<14} {rate:>8.1f} {views:>6.1f} {vs_aio:>8.1f}x {arrow2:>5.2f}x "
-              f"{views2:>5.2f}x {columns2:>7.2f}x {over:>8} {views_over:>6}")
-    print("\n2 threads vs 1, by input size:  arrow  views  columns")
-    for case, arrow2, views2, columns2 in scaling_by_size(
+              f"{views2:>5.2f}x {columns2:>7.2f}x {chunks2:>6.2f}x {over:>8} {views_over:>6}")
+    print("\n2 threads vs 1, by input size:  arrow  views  columns  chunks")
+    for case, arrow2, views2, columns2, chunks2 in scaling_by_size(
             ["none"] if args.quick else ["none", "lz4"], rounds):
-        print(f"{case:<30} {arrow2:>5.2f}x {views2:>5.2f}x {columns2:>7.2f}x")
+        print(f"{case:<30} {arrow2:>5.2f}x {views2:>5.2f}x {columns2:>7.2f}x {chunks2:>6.2f}x")
     print("\nsmall batches, 100 B records:  M rec/s: columns  views  vs aiokafka"
           "  arrow, 2 threads vs 1")
     for case, rate, views, vs_aio, arrow2 in small_batches(

@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
 
 from kcodec import codecs, errors, plugins
 from kcodec.codecs import compress, decompress
-from kcodec.columnar import decode_arrow, decode_columns, iter_arrow
+from kcodec.columnar import decode_arrow, decode_columns, iter_arrow, iter_columns
 from kcodec.config import ProducerConfig, TopicConfig
 from kcodec.constants import Compression, ControlType, TimestampType
 from kcodec.convert import ConversionReport, LossyConversionWarning, convert
@@ -65,6 +65,7 @@ __all__ = [
     "export_segments",
     "errors",
     "iter_arrow",
+    "iter_columns",
     "plugins",
     "read_batches",
     "validate",

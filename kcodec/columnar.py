@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import numpy as np
 
@@ -52,6 +52,7 @@ Entry = RecordBatch | LegacyBatch
 # or plain legacy messages framed as one
 Framed = Entry | BatchRun | LegacyRun
 Selector = Callable[[Iterable[Framed]], Iterator[Framed]]
+R = TypeVar("R")   # what a decoded chunk is made into: a RecordBatch, or the dict itself
 
 
 class Framer(Protocol):
@@ -152,9 +153,9 @@ def select_batches(entries: Iterable[Framed], *, include_control: bool = False,
 
 
 def _decode_groups(groups: Sequence[Sequence[Framed]], want: int, threads: int,
-                   options: dict[str, Any], finish: Callable[[dict[str, Any]], Any]) -> list[Any]:
+                   options: dict[str, Any], finish: Callable[[dict[str, Any]], R]) -> list[R]:
     """Each group decoded (and ``finish``-ed, on the same thread) by one of ``threads``."""
-    def work(group: Sequence[Framed]) -> Any:
+    def work(group: Sequence[Framed]) -> R:
         return finish(decode_chunk(group, want, **options))
     return run_all(work, groups, threads)
 
@@ -342,6 +343,27 @@ def _concatenate(chunks: list[dict[str, Any]], threads: int) -> dict[str, Any]:
     return out
 
 
+def iter_columns(data: Any, *, chunk_records: int = 1 << 20,
+                 columns: Iterable[str] | None = None, include_headers: bool = False,
+                 metadata: bool = False, offsets: tuple[int, int] | None = None,
+                 timestamps: tuple[int, int] | None = None, include_control: bool = False,
+                 aborted_transactions: Sequence[tuple[int, int]] | None = None,
+                 threads: int = 1, validate_crc: bool = True, strict: bool = False,
+                 max_decompressed_size: int | None = None,
+                 allow_magic3: bool = False) -> Iterator[dict[str, Any]]:
+    """The columns of :func:`decode_columns`, a dict of numpy arrays for each chunk of about
+    ``chunk_records`` records (whole Kafka batches), with the options of
+    :func:`iter_arrow`: memory follows the chunk, not the input, and with ``threads`` each
+    thread decodes chunks of its own, which are not joined."""
+    _at_least_one(threads=threads, chunk_records=chunk_records)
+    frame, select, _, want, options = _prepare(
+        data, columns, include_headers, metadata, offsets, timestamps, include_control,
+        aborted_transactions, validate_crc, strict, max_decompressed_size, allow_magic3,
+        min(RUN_RECORDS, max(chunk_records // threads, 1)))
+    yield from _iter_chunks(data, frame, select, want, options, chunk_records, threads,
+                            lambda chunk: chunk, aborted_transactions is None)
+
+
 def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = None,
                partition: int | None = None, columns: Iterable[str] | None = None,
                include_headers: bool = False, metadata: bool = False,
@@ -373,13 +395,24 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
     def finish(chunk: dict[str, Any]) -> pyarrow.RecordBatch:
         return record_batch(chunk, names, topic, partition)
 
-    def framed_by_one_thread(position: int) -> Iterator[pyarrow.RecordBatch]:
+    yield from _iter_chunks(data, frame, select, want, options, chunk_records, threads,
+                            finish, aborted_transactions is None)
+
+
+def _iter_chunks(data: Any, frame: Framer, select: Selector, want: int,
+                 options: dict[str, Any], chunk_records: int, threads: int,
+                 finish: Callable[[dict[str, Any]], R], stretches: bool) -> Iterator[R]:
+    """Each chunk of about ``chunk_records`` records decoded by decode_chunk with
+    ``options`` and ``finish``-ed, by one of ``threads``, in order; several threads frame
+    stretches of the input each where ``stretches`` allows (no batch's selection depends
+    on the batches before it)."""
+    def framed_by_one_thread(position: int) -> Iterator[R]:
         # entries are framed a window at a time (a chunk for each thread), so memory is
         # bounded by the window however long the input; an error met framing or selecting
         # is raised after the entries before it are decoded
         for window in entry_windows(select(frame(position)), chunk_records * threads):
-            # a chunk for each thread, whose Arrow arrays it assembles too (chunks smaller
-            # than RECORDS_A_THREAD, when asked for, are shared among fewer threads)
+            # a chunk for each thread, which it finishes too (chunks smaller than
+            # RECORDS_A_THREAD, when asked for, are shared among fewer threads)
             groups = entry_groups(window, threads, min(RECORDS_A_THREAD, chunk_records))
             workers = len(groups)
             if workers > 1 and chunk_records < RECORDS_A_THREAD:
@@ -388,7 +421,7 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
 
     # Several threads frame stretches of the input each, where a batch's place in a
     # transaction (read_committed) does not depend on the batches before it
-    if threads > 1 and aborted_transactions is None and chunk_records >= RECORDS_A_THREAD:
+    if threads > 1 and stretches and chunk_records >= RECORDS_A_THREAD:
         def stretch(start: int, stop: int) -> tuple[EntryReader, Iterator[Framed]]:
             reader = frame(start, stop, _records_a_run(chunk_records))
             return reader, select(reader)
@@ -423,4 +456,5 @@ def decode_arrow(data: Any, **options: Any) -> pyarrow.Table:
 
 
 __all__ = ["ALL_COLUMNS", "BATCH_COLUMNS", "SPARK_COLUMNS", "column_names", "decode_arrow",
-           "decode_columns", "iter_arrow", "release_spare_buffers", "select_batches"]
+           "decode_columns", "iter_arrow", "iter_columns", "release_spare_buffers",
+           "select_batches"]

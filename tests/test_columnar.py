@@ -48,6 +48,11 @@ def column_rows(cols: dict[str, Any]) -> list[tuple[Any, ...]]:
     return out
 
 
+def chunked_rows(chunks: Any) -> list[tuple[Any, ...]]:
+    """The rows of iter_columns' chunks, one after another."""
+    return [row for chunk in chunks for row in column_rows(chunk)]
+
+
 def arrow_rows(table: Any) -> list[tuple[Any, ...]]:
     out = []
     for row in table.to_pylist():
@@ -81,6 +86,8 @@ def test_vectors_equal_the_row_api(name: str) -> None:
     data = VECTORS[name]
     expected = rows(data)
     assert column_rows(kcodec.decode_columns(data, include_headers=True)) == expected
+    assert chunked_rows(kcodec.iter_columns(data, include_headers=True, chunk_records=7)
+                        ) == expected
     assert arrow_rows(kcodec.decode_arrow(data, include_headers=True)) == expected
     assert arrow_rows(views(data, include_headers=True)) == expected
 
@@ -91,6 +98,8 @@ def test_real_segments_equal_the_row_api(path: Any) -> None:
     expected = rows(data)
     assert column_rows(kcodec.decode_columns(data, include_headers=True)) == expected
     assert column_rows(kcodec.decode_columns(data, include_headers=True, threads=2)) == expected
+    assert chunked_rows(kcodec.iter_columns(data, include_headers=True, threads=2,
+                                            chunk_records=100)) == expected
     assert arrow_rows(views(data, include_headers=True)) == expected
 
 
@@ -136,6 +145,8 @@ def test_generated_batches(batches: list[list[Any]], codec: str, threads: int) -
     got = kcodec.decode_columns(data, include_headers=True, metadata=True, threads=threads)
     assert column_rows(got) == expected
     assert got["compression"].tolist() == [kcodec.Compression.parse(codec)] * len(expected)
+    assert chunked_rows(kcodec.iter_columns(data, include_headers=True, threads=threads,
+                                            chunk_records=7)) == expected
     assert arrow_rows(kcodec.decode_arrow(data, include_headers=True, threads=threads,
                                           chunk_records=7)) == expected
     assert arrow_rows(views(data, include_headers=True, threads=threads,
@@ -601,6 +612,41 @@ def test_iter_arrow_frames_its_input_as_it_goes() -> None:
     assert [len(w) for w in entry_windows(iter(batches), 25)] == [3] * 16 + [2]
 
 
+def test_iter_columns_streams_the_columns_of_decode_columns() -> None:
+    """iter_columns yields decode_columns' arrays chunk by chunk (whole batches, about
+    chunk_records records each), every column of a chunk its own arrays (offsets from 0);
+    joined they are decode_columns' columns, with one thread or several, which decode
+    chunks of their own. What precedes input that cannot be framed arrives before the
+    error."""
+    log = b"".join(_batch_of(base, 10, 20) for base in range(0, 500, 10))
+    whole = kcodec.decode_columns(log, include_headers=True, metadata=True)
+    for threads in (1, 2, 3):
+        chunks = list(kcodec.iter_columns(log, chunk_records=100, threads=threads,
+                                          include_headers=True, metadata=True))
+        assert sum(chunk["count"] for chunk in chunks) == 500
+        assert max(chunk["count"] for chunk in chunks) <= 100
+        for name, column in whole.items():
+            if name == "count":
+                continue
+            if name.endswith("_offsets"):   # each chunk's from 0
+                assert all(chunk[name][0] == 0 for chunk in chunks)
+                parts = [chunks[0][name]] + [
+                    chunk[name][1:] + sum(int(c[name][-1]) for c in chunks[:i])
+                    for i, chunk in enumerate(chunks[1:], 1)]
+            else:
+                parts = [chunk[name] for chunk in chunks]
+            assert np.array_equal(np.concatenate(parts), column), name
+    unframable = (500).to_bytes(8, "big") + (5).to_bytes(4, "big") + b"\0" * 5
+    for threads in (1, 2):
+        counts = []
+        with pytest.raises(kcodec.errors.CorruptRecordError) as caught:
+            for chunk in kcodec.iter_columns(log + unframable, chunk_records=100,
+                                             threads=threads):
+                counts.append(chunk["count"])
+        assert sum(counts) == 500 and caught.value.position == len(log)
+    assert list(kcodec.iter_columns(b"")) == []
+
+
 def test_plain_batches_are_framed_in_runs() -> None:
     """Consecutive plain v2 batches, and small compressed ones the columnar decoder queues
     as frames, are framed as one BatchRun (up to run_records records): a larger compressed
@@ -691,6 +737,10 @@ def test_thread_and_chunk_counts_below_one_are_refused() -> None:
             kcodec.decode_arrow(log, threads=bad)
         with pytest.raises(ValueError, match="chunk_records must be 1 or more"):
             next(kcodec.iter_arrow(log, chunk_records=bad))
+        with pytest.raises(ValueError, match="threads must be 1 or more"):
+            next(kcodec.iter_columns(log, threads=bad))
+        with pytest.raises(ValueError, match="chunk_records must be 1 or more"):
+            next(kcodec.iter_columns(log, chunk_records=bad))
 
 
 def test_arrow_schema_is_sparks() -> None:

@@ -19,6 +19,7 @@ from .test_columnar import (
     TS,
     _batch_of,
     arrow_rows,
+    chunked_rows,
     column_rows,
     mixed_log,
     rows,
@@ -146,6 +147,8 @@ def test_stretches_decode_what_one_thread_decodes(log: str, threads: int) -> Non
     assert column_rows(kcodec.decode_columns(data, include_headers=True,
                                              threads=threads)) == expected
     for chunk_records in (7, 250, 1 << 20):
+        assert chunked_rows(kcodec.iter_columns(data, include_headers=True, threads=threads,
+                                                chunk_records=chunk_records)) == expected
         for binary_view in (False, True):
             table = kcodec.decode_arrow(data, include_headers=True, threads=threads,
                                         chunk_records=chunk_records, binary_view=binary_view)
@@ -196,6 +199,14 @@ def test_the_first_error_is_raised_after_what_precedes_it(threads: int) -> None:
                 for chunk in kcodec.iter_arrow(bad, threads=threads, chunk_records=chunk_records,
                                                include_headers=True):
                     got.extend(arrow_rows(chunk))
+            assert caught.value.position == position
+            assert got == everything[:len(got)]
+            got = []
+            with pytest.raises(error) as caught:
+                for columns in kcodec.iter_columns(bad, threads=threads,
+                                                   chunk_records=chunk_records,
+                                                   include_headers=True):
+                    got.extend(column_rows(columns))
             assert caught.value.position == position
             assert got == everything[:len(got)]
         with pytest.raises(error) as caught:
