@@ -521,7 +521,8 @@ cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
     cdef ptrdiff_t stated
     cdef int status
     if codec == 4:
-        return _zstd_frame(p, n, limit, out, length, hook, library)
+        return zstd_frame_without_gil(p, n, limit, ZSTD_ONE_CALL_MOST, out, length, hook,
+                                      library)
     if codec == 1:
         return _gzip_member(p, n, limit, out, length, hook, library)
     if codec == 3:
@@ -563,14 +564,13 @@ cdef unsigned frame_codecs() except 0:
             | (<unsigned>inflate_callable() << 1))
 
 
-cdef int _zstd_frame(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, Scratch *out,
-                     Py_ssize_t *length, BlockHook *hook, void *zstd) noexcept nogil:
-    """frame_without_gil's zstd frame: one frame, decompressed in one call into room for
-    the most its framing allows, which must be within ``limit`` and ZSTD_ONE_CALL_MOST."""
+cdef int zstd_frame_without_gil(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                                int64_t most_allowed, Scratch *out, Py_ssize_t *length,
+                                BlockHook *hook, void *zstd) noexcept nogil:
     if zstd == NULL:
         return FRAME_UNDECIDED
     cdef int64_t most = kc_zstd_frame_most(p, <size_t>n, ZSTD_WINDOW_MAX)
-    if (most < 0 or most > ZSTD_ONE_CALL_MOST or _dropped(hook) + length[0] + most > limit or
+    if (most < 0 or most > most_allowed or _dropped(hook) + length[0] + most > limit or
             scratch_resize(out, <size_t>(length[0] + max(most, 1))) < 0):
         return FRAME_UNDECIDED
     cdef Py_ssize_t got = zstd_decompress(zstd, out.data + length[0], <size_t>most, p,

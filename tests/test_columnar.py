@@ -1315,37 +1315,41 @@ def _decode(log: bytes, layout: str, **options: Any) -> Any:
     return kcodec.decode_columns(log, **options)
 
 
+@pytest.mark.parametrize("count", [8000, 16000])
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("codec", ["lz4", "snappy", "zstd"])
-def test_batches_decoded_block_by_block_keep_every_verdict(codec: str, layout: str) -> None:
+def test_batches_decoded_block_by_block_keep_every_verdict(codec: str, layout: str,
+                                                          count: int) -> None:
     """LZ4, snappy and zstd batches are decoded as each block (of zstd, 512 KiB window) is
     decompressed (without views, from a buffer that drops the records decoded past 512 KiB,
-    or for snappy's values straight in the value column); a batch that goes wrong part way
-    is undone and given the ordinary verdict, and the batches before it are intact."""
-    good = _batch_of(0, 16000, 300)   # 5 MiB of records: ~80 LZ4 (~160 snappy) blocks
+    or for snappy's values straight in the value column); a zstd frame framed to at most
+    4 MiB is decompressed in one call by libzstd from C instead. A batch that goes wrong
+    part way is undone and given the ordinary verdict, and the batches before it are
+    intact."""
+    good = _batch_of(0, count, 300)   # 16 000: 5 MiB of records, ~80 LZ4 (~160 snappy) blocks
     header, records = good[:61], good[61:]
-    compressed_good = _compressed_batch_of_records(codec, header, records, 16000)
+    compressed_good = _compressed_batch_of_records(codec, header, records, count)
     assert column_rows(kcodec.decode_columns(compressed_good, include_headers=True)) == (
         column_rows(kcodec.decode_columns(good, include_headers=True)))
     if layout == "views":
         assert _decode(compressed_good, layout).column("value").to_pylist() == [
-            bytes([i % 251]) * 300 for i in range(16000)]
+            bytes([i % 251]) * 300 for i in range(count)]
     if layout == "scan":
         scan = _decode(compressed_good, layout)
         assert column_rows(scan) == column_rows(_decode(good, layout))
     damaged = bytearray(records)
     at = 0
-    for _ in range(15000):   # to record 15000, in a late block
+    for _ in range(count * 15 // 16):   # to a record in a late block
         length, after = kcodec.decode_varint(records, at)
         at = after + length
     damaged[at] = damaged[at] & 0x80 | (damaged[at] + 2) & 0x7F   # its length, 1 more
     empty = bytearray(records)
     empty[at:at + 2] = b"\0\0"   # its length 0, then a record of length 0 too
-    for bad in [_compressed_batch_of_records(codec, header, bytes(damaged), 16000, 16000),
-                _compressed_batch_of_records(codec, header, bytes(empty), 16000, 16000),
-                _compressed_batch_of_records(codec, header, records, 16001, 16000),
-                _compressed_batch_of_records(codec, header, records + b"\0\0", 16000, 16000),
-                _compressed_batch_of_records(codec, header, records, 2**31 - 1, 16000)]:
+    for bad in [_compressed_batch_of_records(codec, header, bytes(damaged), count, count),
+                _compressed_batch_of_records(codec, header, bytes(empty), count, count),
+                _compressed_batch_of_records(codec, header, records, count + 1, count),
+                _compressed_batch_of_records(codec, header, records + b"\0\0", count, count),
+                _compressed_batch_of_records(codec, header, records, 2**31 - 1, count)]:
         with pytest.raises(InvalidRecordError) as caught:
             _decode(compressed_good + bad, layout)
         assert caught.value.position == len(compressed_good)
