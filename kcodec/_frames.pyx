@@ -567,6 +567,9 @@ cdef unsigned frame_codecs() except 0:
 cdef int zstd_frame_without_gil(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
                                 int64_t most_allowed, Scratch *out, Py_ssize_t *length,
                                 BlockHook *hook, void *zstd) noexcept nogil:
+    """One frame, decompressed in one call into room for the most its framing allows, which
+    must be within ``limit`` and ``most_allowed`` (frame_without_gil's, ZSTD_ONE_CALL_MOST;
+    the columnar decoder's larger batches', ZSTD_BATCH_ONE_CALL_MOST)."""
     if zstd == NULL:
         return FRAME_UNDECIDED
     cdef int64_t most = kc_zstd_frame_most(p, <size_t>n, ZSTD_WINDOW_MAX)

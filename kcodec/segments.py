@@ -19,20 +19,21 @@ import re
 import shutil
 import struct
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kcodec._atomic import fsync_directory
 from kcodec._batch import BatchReader, RecordBatch, read_batches
 from kcodec._legacy import LegacyBatch
-from kcodec.columnar import INT64_MIN, iter_arrow
+from kcodec.columnar import INT64_MIN, iter_arrow, iter_columns
 from kcodec.errors import KcodecError
 
 if TYPE_CHECKING:
     import pyarrow
 
 Entry = RecordBatch | LegacyBatch
+Chunk = TypeVar("Chunk")   # an Arrow record batch, or iter_columns' dict of numpy arrays
 SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 RENAMED_SUFFIX = re.compile(r"\.[0-9a-f]{32}-(delete|future|stray)$")
@@ -262,6 +263,12 @@ class Partition:
         return iter_partition_arrow(self.path, [s.path for s in self.segments],
                                     read_committed=read_committed, **options)
 
+    def iter_columns(self, *, read_committed: bool = False,
+                     **options: Any) -> Iterator[dict[str, Any]]:
+        """See :func:`iter_partition_columns`."""
+        return iter_partition_columns(self.path, [s.path for s in self.segments],
+                                      read_committed=read_committed, **options)
+
     def batches(self, start_offset: int | None = None, **options: Any) -> Iterator[Entry]:
         for i, segment in enumerate(self.segments):
             following = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
@@ -283,9 +290,29 @@ def iter_partition_arrow(directory: str | os.PathLike[str],
     are iter_arrow's). With ``read_committed`` the aborted transactions the partition's
     ``.txnindex`` files list are left out, as a read_committed consumer sees the log.
     Segments wholly below an ``offsets`` range are not opened; errors name the segment."""
+    topic, partition = partition_of(Path(directory)) or (Path(directory).name, -1)
+    return _iter_partition(directory, logs, read_committed, options,
+                           lambda data, **more: iter_arrow(data, topic=topic,
+                                                           partition=partition, **more))
+
+
+def iter_partition_columns(directory: str | os.PathLike[str],
+                           logs: Sequence[str | os.PathLike[str]] | None = None, *,
+                           read_committed: bool = False,
+                           **options: Any) -> Iterator[dict[str, Any]]:
+    """The records of a partition's segments as :func:`iter_partition_arrow` reads them,
+    in :func:`kcodec.iter_columns`' chunks of numpy arrays (``options`` are its own)."""
+    return _iter_partition(directory, logs, read_committed, options, iter_columns)
+
+
+def _iter_partition(directory: str | os.PathLike[str],
+                    logs: Sequence[str | os.PathLike[str]] | None, read_committed: bool,
+                    options: dict[str, Any],
+                    decode: Callable[..., Iterator[Chunk]]) -> Iterator[Chunk]:
+    """``decode(data, offsets=, aborted_transactions=, **options)`` over each segment's
+    memory-mapped bytes, in offset order (see iter_partition_arrow)."""
     folder = Path(directory)
     paths = [Path(log) for log in logs] if logs is not None else _segment_paths(folder)
-    topic, partition = partition_of(folder) or (folder.name, -1)
     aborted = aborted_transactions(folder) if read_committed else []
     offsets = options.pop("offsets", None)
     lo = offsets[0] if offsets is not None else INT64_MIN
@@ -296,9 +323,8 @@ def iter_partition_arrow(directory: str | os.PathLike[str],
         pending = fetch_aborted(aborted, base) if read_committed else None
         with Segment(path) as segment:
             try:
-                yield from iter_arrow(segment.data, topic=topic, partition=partition,
-                                      offsets=offsets, aborted_transactions=pending,
-                                      **options)
+                yield from decode(segment.data, offsets=offsets,
+                                  aborted_transactions=pending, **options)
             except KcodecError as exc:
                 exc.add_note(f"in {path}")
                 raise
@@ -415,6 +441,6 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
            "aborted_transactions", "base_offset_of", "fetch_aborted", "iter_partition_arrow",
-           "log_directories", "open_path", "partition_of", "read_offset_index",
+           "iter_partition_columns", "log_directories", "open_path", "partition_of", "read_offset_index",
            "read_time_index", "read_transaction_index", "segment_files", "split_entries",
            "write_partition"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import kcodec
+from kcodec import ControlType, segments
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Under AddressSanitizer (the sanitizer build's tests preload it), freed memory waits in
@@ -146,3 +147,30 @@ def example_plugin_site(site: Path) -> str:
     (info / "entry_points.txt").write_text(f"[kcodec.codecs]\n{name} = {target}\n")
     return name
 
+
+TRANSACTIONAL_TS = 1_700_000_000_000
+
+
+def write_transactional_partition(directory: Path) -> Path:
+    """orders-0, a segment a batch: pid 1 commits offsets 0-1, pid 2's transaction (2-3)
+    is aborted by a marker in a later segment (5), plain data at 6; the .txnindex beside
+    the marker's segment lists the aborted transaction, as a broker writes it."""
+    def data(pid: int, base: int) -> bytes:
+        builder = kcodec.BatchBuilder(base_offset=base, producer_id=pid, producer_epoch=0,
+                                      base_sequence=0, is_transactional=True)
+        builder.append(b"p%d-a" % pid, key=b"k", timestamp=TRANSACTIONAL_TS)
+        builder.append(b"p%d-b" % pid, key=b"k", timestamp=TRANSACTIONAL_TS + 1)
+        return builder.build()
+
+    def marker(kind: ControlType, pid: int, offset: int) -> bytes:
+        return kcodec.BatchBuilder.end_txn_marker(kind, producer_id=pid, producer_epoch=0,
+                                                  coordinator_epoch=0, base_offset=offset,
+                                                  timestamp=TRANSACTIONAL_TS + 2)
+    plain = kcodec.BatchBuilder(base_offset=6)
+    plain.append(b"plain", timestamp=TRANSACTIONAL_TS + 3)
+    partition = directory / "orders-0"
+    segments.write_partition(partition, [data(1, 0), data(2, 2), marker(ControlType.COMMIT, 1, 4),
+                                         marker(ControlType.ABORT, 2, 5), plain.build()],
+                             segment_bytes=1)
+    (partition / f"{5:020d}.txnindex").write_bytes(segments.TXN_ENTRY.pack(0, 2, 2, 5, 2))
+    return partition

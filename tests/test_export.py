@@ -9,16 +9,15 @@ from typing import Any
 import pytest
 
 import kcodec
-from kcodec import ControlType, segments
+from kcodec import segments
 from kcodec.cli import main
 from kcodec.errors import ChecksumError
 
-from .conftest import SHARED
+from .conftest import SHARED, write_transactional_partition
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-TS = 1_700_000_000_000
 TXN_ENTRY = struct.Struct(">hqqqq")
 
 
@@ -52,31 +51,6 @@ def test_real_segments_export_as_decode_arrow_reads_them(tmp_path: Path, suffix:
     assert summary.segments == sum(len(logs) for _, logs in segments.segment_files(root))
     assert summary.bytes == target.stat().st_size
     assert read_back(target).equals(expected)
-
-
-def write_transactional_partition(directory: Path) -> Path:
-    """orders-0, a segment a batch: pid 1 commits offsets 0-1, pid 2's transaction (2-3)
-    is aborted by a marker in a later segment (5), plain data at 6; the .txnindex beside
-    the marker's segment lists the aborted transaction, as a broker writes it."""
-    def data(pid: int, base: int) -> bytes:
-        builder = kcodec.BatchBuilder(base_offset=base, producer_id=pid, producer_epoch=0,
-                                      base_sequence=0, is_transactional=True)
-        builder.append(b"p%d-a" % pid, key=b"k", timestamp=TS)
-        builder.append(b"p%d-b" % pid, key=b"k", timestamp=TS + 1)
-        return builder.build()
-
-    def marker(kind: ControlType, pid: int, offset: int) -> bytes:
-        return kcodec.BatchBuilder.end_txn_marker(kind, producer_id=pid, producer_epoch=0,
-                                                  coordinator_epoch=0, base_offset=offset,
-                                                  timestamp=TS + 2)
-    plain = kcodec.BatchBuilder(base_offset=6)
-    plain.append(b"plain", timestamp=TS + 3)
-    partition = directory / "orders-0"
-    segments.write_partition(partition, [data(1, 0), data(2, 2), marker(ControlType.COMMIT, 1, 4),
-                                         marker(ControlType.ABORT, 2, 5), plain.build()],
-                             segment_bytes=1)
-    (partition / f"{5:020d}.txnindex").write_bytes(TXN_ENTRY.pack(0, 2, 2, 5, 2))
-    return partition
 
 
 def test_transaction_index_entries(tmp_path: Path) -> None:

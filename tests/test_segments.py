@@ -14,7 +14,7 @@ import kcodec
 from kcodec import segments
 from kcodec.cli import main
 
-from .conftest import real_segments, shared_path
+from .conftest import real_segments, shared_path, write_transactional_partition
 
 TS = 1700000000000
 
@@ -215,3 +215,24 @@ def test_every_command_has_help(command: str) -> None:
     ("no-partition-number", None)])
 def test_partition_directory_names(name: str, expected: tuple[str, int] | None) -> None:
     assert segments.partition_of(name) == expected
+
+
+def test_a_partition_as_chunks_of_numpy_arrays(tmp_path: Path) -> None:
+    """iter_columns over each segment, as iter_arrow is: read_committed, offset ranges and
+    columns as there, errors naming the segment."""
+    partition = write_transactional_partition(tmp_path)
+    with segments.Partition(partition) as opened:
+        committed = list(opened.iter_columns(read_committed=True, columns=["offset", "value"]))
+        later = list(opened.iter_columns(offsets=(3, 7)))
+    values = [bytes(c["value_data"][c["value_offsets"][i]:c["value_offsets"][i + 1]])
+              for c in committed for i in range(c["count"])]
+    assert values == [b"p1-a", b"p1-b", b"plain"]
+    assert set(committed[0]) == {"count", "offset", "value_offsets", "value_data", "value_valid"}
+    assert [int(o) for c in later for o in c["offset"]] == [3, 6]
+    last = sorted(partition.glob("*.log"))[-1]
+    damaged = bytearray(last.read_bytes())
+    damaged[-1] ^= 0xFF
+    last.write_bytes(bytes(damaged))
+    with pytest.raises(kcodec.errors.KcodecError) as caught:
+        list(segments.iter_partition_columns(partition))
+    assert any(str(last) in note for note in caught.value.__notes__)

@@ -162,7 +162,7 @@ def test_ranges_prune_whole_segments(spark: Any, tmp_path: Path) -> None:
 
 
 def test_read_committed_uses_the_transaction_index(spark: Any, tmp_path: Path) -> None:
-    from .test_export import write_transactional_partition
+    from .conftest import write_transactional_partition
     partition = write_transactional_partition(tmp_path)
 
     def values(isolation: str) -> list[bytes]:
