@@ -215,7 +215,9 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
     ``header_value_*``, and the batch-level columns. ``columns`` projects (names as in
     :data:`ALL_COLUMNS`); leaving ``value`` out scans offsets, timestamps, keys and headers
     without copying values (and of headers-first magic-3 batches, read with
-    ``allow_magic3``, without decompressing them).
+    ``allow_magic3``, without decompressing them). With ``threads`` the parts the threads
+    decode are joined into one set of arrays; :func:`iter_columns` streams chunks instead,
+    each thread's its own.
     """
     _at_least_one(threads=threads)
     frame, select, _, want, options = _prepare(data, columns, include_headers, metadata,
