@@ -100,8 +100,37 @@ static inline void put_offset(kc_buf *b, int64_t v, int narrow)
     b->len = (size_t)(at - b->data);
 }
 
+/* Whether an offset or timestamp lies in [lo, hi), an hi of INT64_MAX bounding nothing
+ * (kc_batch_info's ranges). */
+static KC_ALWAYS_INLINE int in_range(int64_t v, int64_t lo, int64_t hi)
+{
+    return v >= lo && (v < hi || hi == INT64_MAX);
+}
+
+/* Whether a timestamp in milliseconds has a microsecond count within int64. */
+static KC_ALWAYS_INLINE int micros_fit(int64_t timestamp)
+{
+    return timestamp <= INT64_MAX / 1000 && timestamp >= INT64_MIN / 1000;
+}
+
+/* The range [lo, hi) (as in_range takes it) as [range_first, range_last], narrowed to the
+ * milliseconds whose microseconds fit int64 when `micros`; first > last when empty. */
+static inline int64_t range_first(int64_t lo, int64_t hi, int micros)
+{
+    if (hi == INT64_MIN)
+        return INT64_MAX;
+    return micros && lo < INT64_MIN / 1000 ? INT64_MIN / 1000 : lo;
+}
+
+static inline int64_t range_last(int64_t hi, int micros)
+{
+    int64_t last = hi == INT64_MAX ? INT64_MAX : hi == INT64_MIN ? INT64_MIN : hi - 1;
+    return micros && last > INT64_MAX / 1000 ? INT64_MAX / 1000 : last;
+}
+
 /* A timestamp in milliseconds as its column holds it: microseconds with KC_COL_ARROW_TIME
- * (wrapping, as numpy's multiplication does), and its type. */
+ * (the callers refuse a timestamp whose microseconds do not fit, micros_fit), and its
+ * type. */
 static KC_ALWAYS_INLINE void put_time_at(uint8_t **timestamp_at, uint8_t **type_at,
                                          int64_t timestamp, int8_t type, int arrow_time)
 {
@@ -315,6 +344,8 @@ static int put_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int
 {
     unsigned w = c->want;
     int narrow = w & KC_COL_NARROW, r = KC_OK;
+    if ((w & KC_COL_TIMESTAMP) && (w & KC_COL_ARROW_TIME) && !micros_fit(timestamp))
+        return KC_ERR_TIME_RANGE;
     if (w & KC_COL_OFFSET)
         PUT(c->offset, int64_t, offset);
     if (w & KC_COL_TIMESTAMP) {
@@ -623,6 +654,15 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
                   max_timestamp = b->max_timestamp, offset_lo = b->offset_lo,
                   offset_hi = b->offset_hi, timestamp_lo = b->timestamp_lo,
                   timestamp_hi = b->timestamp_hi;
+    /* What a record needs to be decoded at once, one test a bound: within the ranges, as
+     * closed intervals, and with Arrow's timestamps within what microseconds hold. Any
+     * other record is left out by a range or refused (KC_ERR_TIME_RANGE). An empty
+     * range keeps first > last. */
+    const int micros = arrow_time && want_timestamp;
+    const int64_t offset_first = range_first(offset_lo, offset_hi, 0),
+                  offset_last = range_last(offset_hi, 0),
+                  timestamp_first = range_first(timestamp_lo, timestamp_hi, micros),
+                  timestamp_last = range_last(timestamp_hi, micros);
     const int32_t base_sequence = b->base_sequence;
     uint8_t *offset_at = c->offset.data + c->offset.len;
     uint8_t *timestamp_at = c->timestamp.data + c->timestamp.len;
@@ -672,9 +712,15 @@ static KC_ALWAYS_INLINE int decode_loop(kc_columns *c, const kc_batch_info *b,
         int64_t timestamp = log_append ? max_timestamp
                                        : (int64_t)((uint64_t)base_timestamp +
                                                    (uint64_t)r.timestamp_delta);
-        if (offset < offset_lo || offset >= offset_hi || timestamp < timestamp_lo ||
-            timestamp >= timestamp_hi)
-            continue;
+        if (offset < offset_first || offset > offset_last || timestamp < timestamp_first ||
+            timestamp > timestamp_last) {   /* left out, or (Arrow) past microseconds */
+            if (!in_range(offset, offset_lo, offset_hi) ||
+                !in_range(timestamp, timestamp_lo, timestamp_hi))
+                continue;
+            status = KC_ERR_TIME_RANGE;
+            *err_at = start;
+            goto done;
+        }
         if (want_offset)
             PUT_AT(offset_at, int64_t, offset);
         if (want_timestamp)
@@ -819,8 +865,8 @@ int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int6
                      const uint8_t *key, int64_t key_len, const uint8_t *value, int64_t value_len,
                      int32_t sequence)
 {
-    if (offset < b->offset_lo || offset >= b->offset_hi || timestamp < b->timestamp_lo ||
-        timestamp >= b->timestamp_hi)
+    if (!in_range(offset, b->offset_lo, b->offset_hi) ||
+        !in_range(timestamp, b->timestamp_lo, b->timestamp_hi))
         return 0;
     if (reserve_records(c, 1, 0) < 0)
         return KC_ERR_MEMORY;

@@ -85,8 +85,10 @@ typedef struct {
     int strict;
     int has_attributes;        /* records carry their attributes byte (all but magic 3) */
     int meta_only;             /* a headers-first meta block: no values (FORMAT.md §8.3) */
-    int64_t offset_lo, offset_hi;        /* keep lo <= offset < hi */
-    int64_t timestamp_lo, timestamp_hi;  /* keep lo <= timestamp < hi */
+    /* keep lo <= offset < hi and lo <= timestamp < hi; an hi of INT64_MAX bounds nothing
+     * (so that a timestamp of INT64_MAX, which Kafka takes, is kept without a range) */
+    int64_t offset_lo, offset_hi;
+    int64_t timestamp_lo, timestamp_hi;
     /* KC_COL_VIEWS: the data buffer the records are kept in, and that the byte at view_base
      * (in the records region) lies view_offset bytes into it; the kept records end within
      * INT32_MAX bytes of its start. The region is that buffer itself, or (copy_to not NULL)
@@ -122,10 +124,14 @@ void kc_columns_free(kc_columns *c);
  * Appends the `count` records in [p, end) that pass the filters. On a malformed record
  * returns its status and sets *err_at; KC_ERR_MEMORY when a buffer cannot grow;
  * KC_ERR_OFFSET_RANGE when, with KC_COL_NARROW, an offset would pass INT32_MAX (the
- * columns are then to be decoded again without it).
+ * columns are then to be decoded again without it); KC_ERR_TIME_RANGE (below).
  */
 #define KC_ERR_MEMORY 100
 #define KC_ERR_OFFSET_RANGE 102
+/* With KC_COL_ARROW_TIME, a record whose timestamp in microseconds would pass int64 (more
+ * than ~292 000 years from 1970): it is not appended, and *err_at (kc_decode_records) is
+ * its first byte. */
+#define KC_ERR_TIME_RANGE 103
 int kc_decode_records(kc_columns *c, const kc_batch_info *b, const uint8_t *p, const uint8_t *end,
                       int32_t count, const uint8_t **err_at);
 
@@ -139,8 +145,8 @@ int kc_decode_whole_records(kc_columns *c, const kc_batch_info *b, const uint8_t
 
 /* Appends one record given field by field (legacy records, decoded by the row reader).
  * KC_ERR_MEMORY when a buffer cannot grow; KC_ERR_VIEW_RANGE when, with views, data
- * buffer 0 would pass INT32_MAX bytes (a view's offset is 32-bit); KC_ERR_OFFSET_RANGE as
- * for kc_decode_records. */
+ * buffer 0 would pass INT32_MAX bytes (a view's offset is 32-bit); KC_ERR_OFFSET_RANGE and
+ * KC_ERR_TIME_RANGE as for kc_decode_records. */
 #define KC_ERR_VIEW_RANGE 101
 int kc_append_record(kc_columns *c, const kc_batch_info *b, int64_t offset, int64_t timestamp,
                      const uint8_t *key, int64_t key_len, const uint8_t *value, int64_t value_len,

@@ -2,7 +2,8 @@
 # fields as C fields rather than as Python attributes (a log of small batches pays for
 # each attribute lookup, batch after batch).
 cimport cython
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport (INT64_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
+                          uint64_t)
 
 from kcodec._layout cimport ATTR_LOG_APPEND_TIME
 from kcodec._record cimport InputBuffer, Record
@@ -106,7 +107,8 @@ cdef inline int64_t last_offset_of(RecordBatch batch) noexcept:
 cdef inline bint outside_ranges(int64_t base_offset, int64_t last_offset, int64_t max_timestamp,
                                 int attributes, int64_t lo, int64_t hi,
                                 int64_t earliest) noexcept nogil:
-    """Whether a batch lies wholly outside the offsets [lo, hi) or before the timestamp
-    ``earliest`` (of CreateTime, no record is later than the batch's max timestamp)."""
-    return (last_offset < lo or base_offset >= hi
+    """Whether a batch lies wholly outside the offsets [lo, hi) (an hi of INT64_MAX bounds
+    nothing) or before the timestamp ``earliest`` (of CreateTime, no record is later than
+    the batch's max timestamp)."""
+    return (last_offset < lo or (base_offset >= hi and hi != INT64_MAX)
             or (max_timestamp < earliest and not attributes & ATTR_LOG_APPEND_TIME))

@@ -15,7 +15,7 @@ from libc.string cimport memcpy
 from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY,
                              KC_COL_NARROW, KC_COL_OFFSET, KC_COL_TIMESTAMP, KC_COL_VALUE,
                              KC_COL_VIEWS, KC_ERR_EOF, KC_ERR_MEMORY, KC_ERR_OFFSET_RANGE,
-                             KC_ERR_VIEW_RANGE, KC_OK, KC_VIEW_SIZE,
+                             KC_ERR_TIME_RANGE, KC_ERR_VIEW_RANGE, KC_OK, KC_VIEW_SIZE,
                              kc_append_record, kc_batch_info, kc_buf, kc_buf_reserve,
                              kc_columns, kc_columns_free, kc_columns_init, kc_columns_reserve,
                              kc_decode_records, kc_decode_whole_records,
@@ -53,7 +53,7 @@ from kcodec._headers_first import from_headers_first, meta_bounds, meta_prefix
 from kcodec._workers import run_all
 from kcodec.codecs import (decompress_section, get_max_decompressed_size,
                            gzip_member_in_one_call, zstd_frame_in_one_call, zstd_stream_reader)
-from kcodec.errors import InvalidRecordError, KcodecError
+from kcodec.errors import InvalidRecordError, InvalidTimestampError, KcodecError
 
 COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": KC_COL_KEY,
                  "value": KC_COL_VALUE, "headers": KC_COL_HEADERS, "batch": KC_COL_BATCH}
@@ -954,10 +954,12 @@ cdef int _flush(_Chunk chunk, _Run run) except -1:
         raise MemoryError()
     if status == KC_ERR_OFFSET_RANGE:
         raise _OffsetRange()
+    where = batch.position if task.info.compression else batch.position + 61 + (err_at - task.start)
+    if status == KC_ERR_TIME_RANGE:
+        raise _time_range(where)
     # the row reader's verdict, in its words and at its position (should it read the batch
     # otherwise, this decoder's)
     batch.records()
-    where = batch.position if task.info.compression else batch.position + 61 + (err_at - task.start)
     raise InvalidRecordError(
         "Incorrect declared batch size, premature EOF reached" if status == KC_ERR_EOF
         else "malformed record (varint, header count or size)", position=where)
@@ -1427,8 +1429,19 @@ cdef int _views_into_arena(kc_columns *c, _ViewSources sources, _Task *task,
     return 0
 
 
-cdef int _raise_append(int status) except -1:
-    """Raise for a kc_append_record status other than KC_OK."""
+def _time_range(Py_ssize_t position):
+    """The error for a record whose timestamp Arrow's microsecond timestamps cannot hold."""
+    return InvalidTimestampError(
+        "a record's timestamp is past what Arrow's microsecond timestamps (Spark's timestamp "
+        "type) hold, ~292 000 years from 1970; decode_columns gives it in milliseconds",
+        position=position)
+
+
+cdef int _raise_append(int status, Py_ssize_t position) except -1:
+    """Raise for a kc_append_record status other than KC_OK, of the log entry at
+    ``position``."""
+    if status == KC_ERR_TIME_RANGE:
+        raise _time_range(position)
     if status == KC_ERR_VIEW_RANGE:
         raise OverflowError("binary views reach 2 GiB into their copied values; legacy "
                             "records past that size need binary_view=False")
@@ -1485,7 +1498,7 @@ cdef int _append_run(_Chunk chunk, LegacyRun run, bint validate_crc,
                 break
     if status == CRC_MISMATCH:
         raise_crc_mismatch(&run.messages[failed])
-    return _raise_append(status)
+    return _raise_append(status, run.messages[failed].position if failed >= 0 else 0)
 
 
 cdef int _flush_queued(_Chunk chunk, LegacyRun queued, bint validate_crc,
@@ -1513,7 +1526,7 @@ cdef int _append_wrapper(_Chunk chunk, object entry, bint validate_crc,
             status = _append_inner(&chunk.c, &info, &inner)
     else:
         status = _append_inner(&chunk.c, &info, &inner)
-    return _raise_append(status)
+    return _raise_append(status, shallow_message(entry).position)
 
 
 cdef int _append_inner(kc_columns *c, const kc_batch_info *info,

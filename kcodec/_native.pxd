@@ -119,6 +119,7 @@ cdef extern from "columns.h" nogil:
         KC_ERR_MEMORY
         KC_ERR_VIEW_RANGE
         KC_ERR_OFFSET_RANGE
+        KC_ERR_TIME_RANGE
 
     ctypedef struct kc_columns:
         unsigned want

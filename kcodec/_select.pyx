@@ -88,7 +88,8 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
             # start anywhere before it, so only its records are filtered. max_timestamp: a
             # wrapper's is its records' latest (magic 0: -1)
             if bounded and (entry.last_offset < lo or entry.max_timestamp < earliest
-                            or (entry.last_offset >= hi and not entry.is_compressed)):
+                            or (entry.last_offset >= hi and hi != INT64_MAX
+                                and not entry.is_compressed)):
                 continue
             yield entry
         else:

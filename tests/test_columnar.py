@@ -776,6 +776,43 @@ def test_errors_carry_positions() -> None:
         kcodec.decode_columns(VECTORS["L05_lz4_bad_hc"])
 
 
+@pytest.mark.parametrize("magic,codec", [(2, "none"), (2, "lz4"), (2, "zstd"), (2, "gzip"),
+                                         (1, "none"), (1, "gzip")])
+def test_timestamps_past_arrows_microseconds_are_refused(magic: int, codec: str) -> None:
+    """A timestamp Kafka takes (any int64 of milliseconds) that Arrow's microsecond
+    timestamps cannot hold fails decode_arrow with INVALID_TIMESTAMP at its record (a
+    compressed batch's or wrapper's first byte), as Spark's own conversion fails, rather
+    than wrap; decode_columns, in milliseconds, gives it, and a range that leaves the
+    record out decodes the rest."""
+    edge = (2**63 - 1) // 1000   # the last millisecond whose microseconds fit
+    before = _batch_of(0, 3, 10)
+    for far in (edge + 1, 2**62, 2**63 - 1):
+        builder = kcodec.BatchBuilder(compression=codec, magic=magic, base_offset=3)
+        builder.append(b"a", timestamp=edge)
+        builder.append(b"b", timestamp=far)
+        log = before + builder.build()
+        assert kcodec.decode_columns(log)["timestamp"].tolist() == [1000, 1001, 1002, edge, far]
+        # the second record of the batch: a v2 record's first byte (the first record is its
+        # length varint and 7 more), a plain magic-1 message's (the first is 35 bytes), or
+        # the compressed batch's or wrapper's
+        second = (len(before) + 61 + 8 if (magic, codec) == (2, "none")
+                  else len(before) + 35 if (magic, codec) == (1, "none") else len(before))
+        for binary_view in (False, True):
+            with pytest.raises(kcodec.errors.InvalidTimestampError) as caught:
+                kcodec.decode_arrow(log, binary_view=binary_view)
+            assert caught.value.position == second and caught.value.error_code == 32
+        assert kcodec.decode_arrow(log, offsets=(0, 4)).num_rows == 4
+    if (magic, codec) == (2, "none"):   # far back: a base timestamp no builder writes
+        past = bytearray(log)
+        past[len(before) + 27:len(before) + 35] = (-(edge + 1) & (2**64 - 1)).to_bytes(8, "big")
+        past[len(before) + 17:len(before) + 21] = kcodec.crc32c(
+            bytes(past[len(before) + 21:])).to_bytes(4, "big")
+        assert kcodec.decode_columns(bytes(past))["timestamp"].tolist()[3] == -(edge + 1)
+        with pytest.raises(kcodec.errors.InvalidTimestampError) as caught:
+            kcodec.decode_arrow(bytes(past))
+        assert caught.value.position == len(before) + 61
+
+
 def test_columns_are_numpy_and_own_their_memory() -> None:
     cols = kcodec.decode_columns(VECTORS["v2_two_nullkey"])
     assert isinstance(cols["offset"], np.ndarray) and cols["offset"].dtype == np.int64
