@@ -290,7 +290,8 @@ def iter_partition_arrow(directory: str | os.PathLike[str],
     are iter_arrow's). With ``read_committed`` the aborted transactions the partition's
     ``.txnindex`` files list are left out, as a read_committed consumer sees the log.
     Segments wholly below an ``offsets`` range are not opened; errors name the segment."""
-    topic, partition = partition_of(Path(directory)) or (Path(directory).name, -1)
+    folder = Path(directory)
+    topic, partition = partition_of(folder) or (folder.name, -1)
     return _iter_partition(directory, logs, read_committed, options,
                            lambda data, **more: iter_arrow(data, topic=topic,
                                                            partition=partition, **more))
@@ -441,6 +442,6 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
            "aborted_transactions", "base_offset_of", "fetch_aborted", "iter_partition_arrow",
-           "iter_partition_columns", "log_directories", "open_path", "partition_of", "read_offset_index",
-           "read_time_index", "read_transaction_index", "segment_files", "split_entries",
-           "write_partition"]
+           "iter_partition_columns", "log_directories", "open_path", "partition_of",
+           "read_offset_index", "read_time_index", "read_transaction_index", "segment_files",
+           "split_entries", "write_partition"]
