@@ -107,10 +107,14 @@ static KC_ALWAYS_INLINE int in_range(int64_t v, int64_t lo, int64_t hi)
     return v >= lo && (v < hi || hi == INT64_MAX);
 }
 
+/* The milliseconds whose microsecond counts fit int64 (Arrow's timestamps). */
+#define KC_MICROS_MS_MIN (INT64_MIN / 1000)
+#define KC_MICROS_MS_MAX (INT64_MAX / 1000)
+
 /* Whether a timestamp in milliseconds has a microsecond count within int64. */
 static KC_ALWAYS_INLINE int micros_fit(int64_t timestamp)
 {
-    return timestamp <= INT64_MAX / 1000 && timestamp >= INT64_MIN / 1000;
+    return timestamp >= KC_MICROS_MS_MIN && timestamp <= KC_MICROS_MS_MAX;
 }
 
 /* The range [lo, hi) (as in_range takes it) as [range_first, range_last], narrowed to the
@@ -119,13 +123,13 @@ static inline int64_t range_first(int64_t lo, int64_t hi, int micros)
 {
     if (hi == INT64_MIN)
         return INT64_MAX;
-    return micros && lo < INT64_MIN / 1000 ? INT64_MIN / 1000 : lo;
+    return micros && lo < KC_MICROS_MS_MIN ? KC_MICROS_MS_MIN : lo;
 }
 
 static inline int64_t range_last(int64_t hi, int micros)
 {
     int64_t last = hi == INT64_MAX ? INT64_MAX : hi == INT64_MIN ? INT64_MIN : hi - 1;
-    return micros && last > INT64_MAX / 1000 ? INT64_MAX / 1000 : last;
+    return micros && last > KC_MICROS_MS_MAX ? KC_MICROS_MS_MAX : last;
 }
 
 /* A timestamp in milliseconds as its column holds it: microseconds with KC_COL_ARROW_TIME
