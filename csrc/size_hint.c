@@ -204,6 +204,13 @@ int64_t kc_zstd_frame_most(const uint8_t *p, size_t n, uint64_t max_window)
     return h.content_size <= r.high ? h.content_size : -1;
 }
 
+int64_t kc_zstd_frame_most_in_window(const uint8_t *p, size_t n, uint64_t max_window)
+{
+    zstd_header h;
+    int64_t most = kc_zstd_frame_most(p, n, max_window);
+    return most >= 0 && zstd_read_header(p, n, &h) && (uint64_t)most <= h.window ? most : -1;
+}
+
 int kc_zstd_whole_frames(const uint8_t *p, size_t n)
 {
     size_t pos = 0;

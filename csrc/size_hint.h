@@ -30,6 +30,13 @@ void kc_decompressed_size_range(int codec, const uint8_t *p, size_t n, int64_t *
  * blocks' headers. Otherwise -1. */
 int64_t kc_zstd_frame_most(const uint8_t *p, size_t n, uint64_t max_window);
 
+/* kc_zstd_frame_most, but -1 also for a frame that may decompress to more than its window:
+ * only a frame that does not is decoded alike by a streaming decoder, whose buffer keeps
+ * the last window of output as history (Java's, and python-zstandard's stream reader), and
+ * by one writing into a single buffer that holds all of it (kcodec._libzstd), even when
+ * the frame is corrupt and refers further back than its window. */
+int64_t kc_zstd_frame_most_in_window(const uint8_t *p, size_t n, uint64_t max_window);
+
 /* Whether p[0, n) is whole zstd frames (and skippable frames) one after another, by their
  * headers and block headers: a stream reader that reaches the end of such input has read a
  * frame's end, where input that ends inside a frame is truncated (which Java's reader

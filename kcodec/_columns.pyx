@@ -34,10 +34,9 @@ from kcodec._record cimport InputBuffer
 from kcodec._scratch cimport (Scratch, ScratchBuffer, scratch_give_back, scratch_release_spares,
                              scratch_resize, scratch_take)
 from kcodec._frames cimport (FRAME_DONE, FRAME_UNDECIDED, NOGIL_FROM, QUEUED_FRAME_MAX,
-                             ZSTD_BATCH_ONE_CALL_MOST, BlockHook, bytes_with_hook,
-                             frame_codecs, frame_without_gil, zstd_frame_without_gil,
+                             BlockHook, bytes_with_hook, frame_codecs, frame_without_gil,
                              lz4_frame_with_hook, queued_as_frame, snappy_with_hook,
-                             zstd_with_hook)
+                             zstd_batch_with_hook, zstd_with_hook)
 
 
 cdef extern from "Python.h":
@@ -1245,7 +1244,7 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
         if codec == 3:
             stopped = lz4_frame_with_hook(p + header, n - header, 2, limit, records, &hook)
         elif codec == 4:
-            stopped = _zstd_in_one_call(p + header, n - header, limit, records, &hook)
+            stopped = zstd_batch_with_hook(p + header, n - header, limit, records, &hook)
             if stopped == FRAME_UNDECIDED:
                 section = PyMemoryView_FromMemory(<char *>p + header, n - header, PyBUF_READ)
                 frame = zstd_frame_in_one_call(section, limit)
@@ -1289,28 +1288,6 @@ cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint va
         _keep_decompressed(&task, records)
         sources.place(&task, records, None)
     return True
-
-
-cdef int _zstd_in_one_call(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer sink,
-                           BlockHook *hook) except -2:
-    """A zstd records section that is one frame framed to decompress to at most
-    ZSTD_BATCH_ONE_CALL_MOST bytes, decompressed into sink by libzstd called from C and
-    then handed to ``hook``, without the GIL and with no Python object made: FRAME_DONE,
-    FRAME_STOPPED (the hook stopped it), or FRAME_UNDECIDED, the sink's length as it was,
-    for python-zstandard to decide."""
-    if not zstd_callable():
-        return FRAME_UNDECIDED
-    cdef void *context = zstd_context()
-    if context == NULL:
-        return FRAME_UNDECIDED
-    cdef Py_ssize_t length = sink.length
-    cdef int status
-    with nogil:
-        status = zstd_frame_without_gil(p, n, limit, ZSTD_BATCH_ONE_CALL_MOST, &sink.mem,
-                                        &length, hook, context)
-    zstd_give_back(context)
-    sink.length = length
-    return status
 
 
 cdef inline void *_library(const _Pass *settings, int codec) noexcept nogil:

@@ -61,12 +61,19 @@ cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
                            BlockHook *hook, void *library) noexcept nogil
 
 # One zstd frame whose framing bounds what it decompresses to by ``most_allowed`` bytes
-# (and ``limit``), decompressed in one call by libzstd (the _libzstd context ``zstd``)
+# (and ``limit``, and its window), decompressed by libzstd (the _libzstd context ``zstd``)
 # into out after its *length bytes, then handed to the hook, as frame_without_gil
 # decompresses a small one (which it is, with ZSTD_ONE_CALL_MOST).
 cdef int zstd_frame_without_gil(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
                                 int64_t most_allowed, Scratch *out, Py_ssize_t *length,
                                 BlockHook *hook, void *zstd) noexcept nogil
+
+# zstd_frame_without_gil with ZSTD_BATCH_ONE_CALL_MOST, a _libzstd context of its own and
+# the GIL released unless the section is small: a records section into ``sink`` (its
+# length as it was when FRAME_UNDECIDED), then the hook (if not NULL). A frame libzstd
+# refuses is FRAME_UNDECIDED too: python-zstandard, deciding it alike, explains the error.
+cdef int zstd_batch_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                              ScratchBuffer sink, BlockHook *hook) except -2
 
 cdef enum:
     # zstd frames asking for a larger window are refused, as zstd-jni refuses them
@@ -82,14 +89,16 @@ cdef enum:
     # one-call output is allocated at that size).
     ZSTD_ONE_CALL_INPUT = 8192
     ZSTD_ONE_CALL_MOST = 1 << 20
-    # The columnar decoder has libzstd, called from C (kcodec._libzstd), decompress a
-    # larger batch's frame in one call straight into its own buffer when the framing bounds
-    # the frame by this many bytes, without the GIL and with no Python call, rather than
+    # The columnar decoder and the row reader have libzstd, called from C (kcodec._libzstd),
+    # decompress a batch's frame in one call straight into their own buffer when the
+    # framing bounds the frame by this many bytes and by its window (a 2 MiB one for
+    # Java's level 3: kc_zstd_frame_most_in_window), with no Python call, rather than
     # read it through python-zstandard's stream reader a window at a time: 100 batches of
     # 1000 records of 1 KiB values (1.1 MB frames) decoded in 9.8 ms instead of 11.0-11.3
-    # (two threads 5.6-5.7 ms instead of 6.5-6.8), frames of 3.2 MB in 10.0-10.4 ms
-    # instead of 11.1-11.3. Frames of 10 MB, which leave the cache before their records
-    # are decoded, took 1.2x as long in one call with two threads.
+    # (two threads 5.6-5.7 ms instead of 6.5-6.8), frames of 3.2 MB (past their window
+    # now, so read a window at a time) 10.0-10.4 ms instead of 11.1-11.3. Frames of 10 MB,
+    # which leave the cache before their records are decoded, took 1.2x as long in one
+    # call with two threads.
     ZSTD_BATCH_ONE_CALL_MOST = 4 << 20
     # gzip sections of fewer bytes than this are inflated by zlib (in one call when they
     # are one member), larger ones by cramjam, whose set-up costs more than inflating a

@@ -20,11 +20,12 @@ from libc.string cimport memcpy, memmove
 import cramjam
 
 from kcodec._libz cimport inflate_callable, inflate_member
-from kcodec._libzstd cimport zstd_callable, zstd_decompress
+from kcodec._libzstd cimport zstd_callable, zstd_context, zstd_decompress, zstd_give_back
 from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_resize
 from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
                              kc_get_le, kc_lz4_block, kc_put_be32, kc_snappy_block,
                              kc_snappy_length, kc_xerial_magic, kc_xxh32, kc_zstd_frame_most,
+                             kc_zstd_frame_most_in_window,
                              kc_zstd_whole_frames)
 
 from kcodec.errors import CompressionError, DecompressionLimitError
@@ -508,8 +509,8 @@ cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
                            BlockHook *hook, void *library) noexcept nogil:
     """An LZ4 frame of the given magic (codec 3) or snappy data (codec 2) into ``out`` after
     its ``*length`` bytes, as lz4_frame_with_hook and snappy_with_hook decode it, a zstd
-    frame (codec 4) by libzstd with the context ``library``, as python-zstandard
-    decompresses it in one call (kcodec.codecs.zstd_frame_in_one_call), or a gzip member
+    frame (codec 4) by libzstd with the context ``library`` (zstd_frame_without_gil), or a
+    gzip member
     (codec 1) by zlib with the stream ``library``, as the zlib module inflates it in one
     call (kcodec.codecs.gzip_member_in_one_call), without the GIL: FRAME_DONE,
     FRAME_STOPPED (the hook stopped it), or FRAME_UNDECIDED when it needs what those take
@@ -567,12 +568,13 @@ cdef unsigned frame_codecs() except 0:
 cdef int zstd_frame_without_gil(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
                                 int64_t most_allowed, Scratch *out, Py_ssize_t *length,
                                 BlockHook *hook, void *zstd) noexcept nogil:
-    """One frame, decompressed in one call into room for the most its framing allows, which
-    must be within ``limit`` and ``most_allowed`` (frame_without_gil's, ZSTD_ONE_CALL_MOST;
-    the columnar decoder's larger batches', ZSTD_BATCH_ONE_CALL_MOST)."""
+    """One frame, decompressed by libzstd's streaming decoder straight into room for the
+    most its framing allows, which must be within ``limit``, ``most_allowed``
+    (frame_without_gil's, ZSTD_ONE_CALL_MOST; larger batches', ZSTD_BATCH_ONE_CALL_MOST)
+    and the frame's window (kc_zstd_frame_most_in_window says why)."""
     if zstd == NULL:
         return FRAME_UNDECIDED
-    cdef int64_t most = kc_zstd_frame_most(p, <size_t>n, ZSTD_WINDOW_MAX)
+    cdef int64_t most = kc_zstd_frame_most_in_window(p, <size_t>n, ZSTD_WINDOW_MAX)
     if (most < 0 or most > most_allowed or _dropped(hook) + length[0] + most > limit or
             scratch_resize(out, <size_t>(length[0] + max(most, 1))) < 0):
         return FRAME_UNDECIDED
@@ -582,6 +584,48 @@ cdef int zstd_frame_without_gil(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit
         return FRAME_UNDECIDED
     length[0] += got
     return FRAME_STOPPED if _after_block(hook, out, length) else FRAME_DONE
+
+
+cdef int zstd_batch_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                              ScratchBuffer sink, BlockHook *hook) except -2:
+    """A zstd records section that is one frame framed to decompress to at most
+    ZSTD_BATCH_ONE_CALL_MOST bytes (and its window), decompressed into sink by libzstd
+    called from C (without the GIL unless the section is small) and then handed to ``hook``
+    (if not NULL), with no Python object made: FRAME_DONE, FRAME_STOPPED (the hook stopped
+    it), or FRAME_UNDECIDED, the sink's length as it was, for python-zstandard to decide
+    (and, when libzstd refused the frame, to explain why)."""
+    if not zstd_callable():
+        return FRAME_UNDECIDED
+    cdef void *context = zstd_context()
+    if context == NULL:
+        return FRAME_UNDECIDED
+    cdef Py_ssize_t length = sink.length
+    cdef int status
+    if n < NOGIL_FROM:
+        status = zstd_frame_without_gil(p, n, limit, ZSTD_BATCH_ONE_CALL_MOST, &sink.mem,
+                                        &length, hook, context)
+    else:
+        with nogil:
+            status = zstd_frame_without_gil(p, n, limit, ZSTD_BATCH_ONE_CALL_MOST,
+                                            &sink.mem, &length, hook, context)
+    zstd_give_back(context)
+    sink.length = length
+    return status
+
+
+def zstd_frame_into(data, Py_ssize_t limit, ScratchBuffer sink):
+    """Whether ``data``, exactly one zstd frame whose framing bounds its output by
+    ZSTD_BATCH_ONE_CALL_MOST bytes, by its window and by ``limit`` (with what sink holds),
+    was decompressed onto the end of sink by libzstd called from C; False leaves the sink's
+    bytes as they were, for python-zstandard to decide (as when libzstd refuses the
+    frame)."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        return zstd_batch_with_hook(<const uint8_t *>view.buf, view.len, limit, sink,
+                                    NULL) == FRAME_DONE
+    finally:
+        PyBuffer_Release(&view)
 
 
 cdef int _gzip_member(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, Scratch *out,

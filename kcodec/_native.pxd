@@ -32,6 +32,7 @@ cdef extern from "size_hint.h" nogil:
     void kc_decompressed_size_range(int codec, const uint8_t *p, size_t n, int64_t *low,
                                     int64_t *likely, int64_t *high)
     int64_t kc_zstd_frame_most(const uint8_t *p, size_t n, uint64_t max_window)
+    int64_t kc_zstd_frame_most_in_window(const uint8_t *p, size_t n, uint64_t max_window)
     int kc_zstd_whole_frames(const uint8_t *p, size_t n)
 
 

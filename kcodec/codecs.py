@@ -27,6 +27,7 @@ from kcodec._frames import (
     lz4_frame_into,
     snappy_compress,
     snappy_into,
+    zstd_frame_into,
     zstd_frame_most,
     zstd_whole_frames,
 )
@@ -205,10 +206,13 @@ def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
 
 
 def _zstd_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
-    """A small frame in one call (zstd_frame_in_one_call); else into windows of the sink:
-    first of the frame's stated size (Java's frames state none, so then a guess from the
-    compressed size), then what is left of it, then 1 MiB at a time. A small batch so never
-    reserves a large buffer, which binary views would keep."""
+    """A frame of up to 4 MiB (and its window) by libzstd called from C, straight into the
+    sink (zstd_frame_into); else, as when cffi is missing or libzstd refused the frame, a
+    small frame in one call by python-zstandard (zstd_frame_in_one_call); else into windows
+    of the sink: first of the frame's stated size (Java's frames state none, so then a
+    guess from the compressed size), then what is left of it, then 1 MiB at a time."""
+    if zstd_frame_into(data, limit, sink):
+        return
     whole = zstd_frame_in_one_call(data, limit)
     if whole is not None:
         sink.write(whole)

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 from kcodec import Compression
 from kcodec import codecs as C
-from kcodec._frames import zstd_frame_most, zstd_whole_frames
+from kcodec._frames import zstd_frame_into, zstd_frame_most, zstd_whole_frames
+from kcodec._libzstd import available as libzstd_available
+from kcodec._scratch import ScratchBuffer
 from kcodec.errors import (
     CompressionError,
     DecompressionLimitError,
@@ -322,30 +324,61 @@ def test_small_zstd_frames_in_one_call_or_streamed(data: bytes, kind: str,
     one_call = C.zstd_frame_in_one_call(memoryview(section), 1 << 30)
     assert (one_call is not None) == (frames <= 1 and len(section) <= C.ZSTD_ONE_CALL_INPUT)
     assert one_call in (None, expected)
+    sink = ScratchBuffer()
+    sink.write(b"before")
+    into = zstd_frame_into(section, 1 << 30, sink)
+    assert into == (frames <= 1 and libzstd_available())
+    assert sink.tobytes() == (b"before" + expected if into else b"before")
+    tight = ScratchBuffer()   # what a sink holds already counts against the limit
+    tight.write(b"before")
+    assert not zstd_frame_into(section, len(b"before") + len(expected) - 1, tight)
+    assert tight.tobytes() == b"before"
     assert C.decompress("zstd", section) == expected
     if expected:
         with pytest.raises(DecompressionLimitError):
             C.decompress("zstd", section, max_size=len(expected) - 1)
 
 
-def test_small_zstd_batches_skip_the_stream_reader(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rows and columns of a small zstd batch come from one call, not a stream reader."""
+@pytest.mark.parametrize("count, size", [(10, 8), (1000, 1024), (1900, 1024)])
+def test_zstd_batches_skip_the_stream_reader(monkeypatch: pytest.MonkeyPatch, count: int,
+                                             size: int) -> None:
+    """Rows and columns of a zstd batch of up to 4 MiB that its 2 MiB window bounds come
+    from one call, not a stream reader; with libzstd callable from C, not from
+    python-zstandard at all."""
     import kcodec
     from kcodec import _columns
+    values = [(b"value %d " % i).ljust(size, b"x") for i in range(count)]
     builder = kcodec.BatchBuilder(compression="zstd")
-    for i in range(10):
-        builder.append(b"value %d" % i, key=b"k")
+    for value in values:
+        builder.append(value, key=b"k")
     batch = builder.build()
 
-    def refuse(data: memoryview) -> None:
-        raise AssertionError("a stream reader for a small frame")
+    def refuse(*args: object) -> None:
+        raise AssertionError("python-zstandard for a frame of at most 4 MiB")
 
     monkeypatch.setattr(C, "zstd_stream_reader", refuse)
     monkeypatch.setattr(_columns, "zstd_stream_reader", refuse)
-    assert [r.value for b in kcodec.read_batches(batch) for r in b] == \
-        [b"value %d" % i for i in range(10)]
+    if libzstd_available():
+        monkeypatch.setattr(C, "zstd_frame_in_one_call", refuse)
+        monkeypatch.setattr(_columns, "zstd_frame_in_one_call", refuse)
+    elif count * size > C.ZSTD_ONE_CALL_INPUT:
+        pytest.skip("larger frames take the stream reader without cffi")
+    assert [r.value for b in kcodec.read_batches(batch) for r in b] == values
     columns = kcodec.decode_columns(batch)
-    assert columns["count"] == 10 and bytes(columns["value_data"]).startswith(b"value 0")
+    assert columns["count"] == count and bytes(columns["value_data"]) == b"".join(values)
+
+
+def test_zstd_frames_past_their_window_take_the_stream_reader() -> None:
+    """A frame that may decompress to more than its window goes to python-zstandard's
+    stream reader, whose buffer keeps a window of history as Java's does (one buffer of the
+    whole output would let a corrupt frame refer further back)."""
+    from kcodec._scratch import ScratchBuffer
+    values = [(b"value %d " % i).ljust(1024, b"x") for i in range(3000)]
+    section = C.compress("zstd", b"".join(values))   # (a 2 MiB window, blocks up to 3 MiB)
+    assert zstd_frame_most(section, 1 << 27) > 2 << 20
+    sink = ScratchBuffer()
+    assert not zstd_frame_into(section, 1 << 30, sink) and len(sink) == 0
+    assert C.decompress("zstd", section) == b"".join(values)
 
 
 # ---- bounds --------------------------------------------------------------------------------

@@ -1537,6 +1537,64 @@ def test_small_zstd_frames_of_every_kind_without_the_gil() -> None:
                                                           ordinary.value.position)
 
 
+def _zstd_frame(descriptor: bytes, kind: int, size: int, content: bytes,
+                last: bool = True) -> bytes:
+    """A zstd frame made by hand: the magic number, ``descriptor`` (the rest of the frame
+    header) and one block of ``kind`` (0 raw, 1 RLE) and ``size``, the last one unless not
+    ``last``."""
+    header = last | kind << 1 | size << 3
+    return b"\x28\xb5\x2f\xfd" + descriptor + header.to_bytes(3, "little") + content
+
+
+# frame header descriptors: two that state no content size but a window, one that states it
+_UNSIZED_2MIB, _UNSIZED_1KIB = bytes([0, 11 << 3]), bytes([0, 0])
+_SIZED_200K = b"\xa0" + (200_000).to_bytes(4, "little")
+_EMPTY_LAST_BLOCK = b"\x01\x00\x00"
+
+
+@pytest.mark.parametrize("frame, accepted", [
+    (_zstd_frame(_UNSIZED_2MIB, 1, 100_000, b"x"), True),
+    (_zstd_frame(_UNSIZED_2MIB, 1, 200_000, b"x"), False),      # past 128 KiB
+    (_zstd_frame(_UNSIZED_1KIB, 0, 1000, bytes(1000)), True),
+    (_zstd_frame(_UNSIZED_1KIB, 0, 2000, bytes(2000)), False),  # past the 1 KiB window
+    (_zstd_frame(_SIZED_200K, 1, 200_000, b"x"), True),         # the one-call decoder's
+    (_zstd_frame(_SIZED_200K, 1, 100_000, b"x"), False),        # short of its size
+    (_zstd_frame(_SIZED_200K, 1, 100_000, b"x", last=False) + _EMPTY_LAST_BLOCK, False),
+])
+def test_zstd_blocks_are_decided_as_python_zstandard_decides(frame: bytes,
+                                                             accepted: bool) -> None:
+    """A zstd block decompresses to at most the frame's block size (its window, and never
+    more than 128 KiB: RFC 8878, 3.1.1.2.3). libzstd's streaming decoder, which Java's
+    reader and python-zstandard's decompressor use, refuses a block past it, but hands a
+    frame that states its content size to its one-call decoder, which does not: kcodec
+    decides each frame as python-zstandard's decompressor does, in rows and in every
+    columnar layout, whichever path decompresses it."""
+    import zstandard
+
+    from kcodec import codecs
+    try:
+        peer: bytes | None = zstandard.ZstdDecompressor().decompress(frame,
+                                                                     max_output_size=1 << 22)
+    except zstandard.ZstdError:
+        peer = None
+    assert (peer is not None) == accepted
+    if accepted:
+        assert codecs.decompress("zstd", frame) == peer
+    else:
+        with pytest.raises(CompressionError, match="corrupt zstd data"):
+            codecs.decompress("zstd", frame)
+    log = _batch_of_section(_batch_of(0, 1, 10)[:61], frame, "zstd", 1, 0)
+    with pytest.raises(KcodecError) as ordinary:
+        rows(log)
+    assert isinstance(ordinary.value, CompressionError) != accepted
+    for layout in LAYOUTS:
+        for threads in (1, 2):
+            with pytest.raises(KcodecError) as caught:
+                _decode(log, layout, threads=threads)
+            assert (type(caught.value), str(caught.value), caught.value.position) == (
+                type(ordinary.value), str(ordinary.value), ordinary.value.position)
+
+
 @pytest.mark.parametrize("values", [10, 1000])
 def test_truncated_zstd_batches_fail_as_rows_fail(values: int) -> None:
     """A zstd batch whose section ends inside its frame (a small one, queued; a large one,
