@@ -372,13 +372,42 @@ def test_zstd_frames_past_their_window_take_the_stream_reader() -> None:
     """A frame that may decompress to more than its window goes to python-zstandard's
     stream reader, whose buffer keeps a window of history as Java's does (one buffer of the
     whole output would let a corrupt frame refer further back)."""
-    from kcodec._scratch import ScratchBuffer
     values = [(b"value %d " % i).ljust(1024, b"x") for i in range(3000)]
     section = C.compress("zstd", b"".join(values))   # (a 2 MiB window, blocks up to 3 MiB)
     assert zstd_frame_most(section, 1 << 27) > 2 << 20
     sink = ScratchBuffer()
     assert not zstd_frame_into(section, 1 << 30, sink) and len(sink) == 0
     assert C.decompress("zstd", section) == b"".join(values)
+
+
+def _zstd_outcome(section: bytes, limit: int) -> tuple[str, object]:
+    try:
+        return "bytes", C.decompress("zstd", section, max_size=limit)
+    except KcodecError as exc:
+        return type(exc).__name__, (str(exc), exc.position)
+
+
+@pytest.mark.skipif(not libzstd_available(), reason="libzstd is not callable from C")
+@settings(max_examples=300)
+@given(st.binary(min_size=1, max_size=40), st.integers(1, 6000), st.integers(0, 1 << 16),
+       st.sampled_from(["flip", "cut", "grow", "none"]), st.integers(1, 1 << 20),
+       st.sampled_from([1 << 30, 1000, 100_000]))
+def test_damaged_zstd_frames_are_decided_as_python_zstandard_decides(
+        pattern: bytes, repeat: int, where: int, damage: str, bit: int, limit: int) -> None:
+    """Whatever a zstd records section holds, libzstd called from C gives the verdict (and
+    the error, position and limit included) that python-zstandard alone gives."""
+    from unittest import mock
+    section = bytearray(C.compress("zstd", (pattern * repeat)[:200_000]))
+    at = where % len(section)
+    if damage == "flip":
+        section[at] ^= 1 << bit % 8
+    elif damage == "cut":
+        del section[at:]
+    elif damage == "grow":
+        section[at:at] = section[at:at + bit % 64]
+    with_libzstd = _zstd_outcome(bytes(section), limit)
+    with mock.patch.object(C, "zstd_frame_into", lambda *args: False):
+        assert _zstd_outcome(bytes(section), limit) == with_libzstd
 
 
 # ---- bounds --------------------------------------------------------------------------------
