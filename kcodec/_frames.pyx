@@ -25,8 +25,7 @@ from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_resize
 from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
                              kc_get_le, kc_lz4_block, kc_put_be32, kc_snappy_block,
                              kc_snappy_length, kc_xerial_magic, kc_xxh32, kc_zstd_frame_most,
-                             kc_zstd_frame_most_in_window,
-                             kc_zstd_whole_frames)
+                             kc_zstd_frame_most_in_window, kc_zstd_whole_frames)
 
 from kcodec.errors import CompressionError, DecompressionLimitError
 
@@ -510,9 +509,8 @@ cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
     """An LZ4 frame of the given magic (codec 3) or snappy data (codec 2) into ``out`` after
     its ``*length`` bytes, as lz4_frame_with_hook and snappy_with_hook decode it, a zstd
     frame (codec 4) by libzstd with the context ``library`` (zstd_frame_without_gil), or a
-    gzip member
-    (codec 1) by zlib with the stream ``library``, as the zlib module inflates it in one
-    call (kcodec.codecs.gzip_member_in_one_call), without the GIL: FRAME_DONE,
+    gzip member (codec 1) by zlib with the stream ``library``, as the zlib module inflates
+    it in one call (kcodec.codecs.gzip_member_in_one_call), without the GIL: FRAME_DONE,
     FRAME_STOPPED (the hook stopped it), or FRAME_UNDECIDED when it needs what those take
     the GIL for (a library's verdict on a block, an error to raise, a zstd frame or gzip
     member too large for one call) or memory runs out; ``out`` may then hold part of the
