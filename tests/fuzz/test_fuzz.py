@@ -71,9 +71,11 @@ def test_fuzz(target: str, seeds: dict[str, Path], tmp_path: Path,
                "-timeout=10", "-rss_limit_mb=2048", f"-max_len={MAX_LEN}",
                "-print_final_stats=1", f"-artifact_prefix={tmp_path}/",
                str(corpus), str(seeds[target]), *regressions]
+    # (libFuzzer ends the process without Python's clean-up, so the targets' temporary
+    # files go in the test's own folder)
     run = subprocess.run(command, capture_output=True, text=True,
                          timeout=(CAMPAIGN_SECONDS or 120) + 300, cwd=tmp_path,
-                         env={**os.environ, "PYTHONHASHSEED": "0"})
+                         env={**os.environ, "PYTHONHASHSEED": "0", "TMPDIR": str(tmp_path)})
     output = run.stdout + run.stderr
     failure = output.find("=== Uncaught Python exception")
     runs = _stat(r"stat::number_of_executed_units:\s+(\d+)", output)
