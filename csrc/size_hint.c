@@ -191,24 +191,30 @@ static int zstd_size(const uint8_t *p, size_t n, size_range *r)
     return zstd_blocks(p, n, &h, r, &end);
 }
 
+/* kc_zstd_frame_most, the frame's header read into *h. */
+static int64_t frame_most(const uint8_t *p, size_t n, uint64_t max_window, zstd_header *h)
+{
+    size_range r;
+    size_t end;
+    if (!zstd_read_header(p, n, h) || h->window > max_window ||
+        !zstd_blocks(p, n, h, &r, &end) || end != n)
+        return -1;
+    if (h->content_size < 0)
+        return r.high;
+    return h->content_size <= r.high ? h->content_size : -1;
+}
+
 int64_t kc_zstd_frame_most(const uint8_t *p, size_t n, uint64_t max_window)
 {
     zstd_header h;
-    size_range r;
-    size_t end;
-    if (!zstd_read_header(p, n, &h) || h.window > max_window ||
-        !zstd_blocks(p, n, &h, &r, &end) || end != n)
-        return -1;
-    if (h.content_size < 0)
-        return r.high;
-    return h.content_size <= r.high ? h.content_size : -1;
+    return frame_most(p, n, max_window, &h);
 }
 
 int64_t kc_zstd_frame_most_in_window(const uint8_t *p, size_t n, uint64_t max_window)
 {
     zstd_header h;
-    int64_t most = kc_zstd_frame_most(p, n, max_window);
-    return most >= 0 && zstd_read_header(p, n, &h) && (uint64_t)most <= h.window ? most : -1;
+    int64_t most = frame_most(p, n, max_window, &h);
+    return most >= 0 && (uint64_t)most <= h.window ? most : -1;
 }
 
 int kc_zstd_whole_frames(const uint8_t *p, size_t n)
