@@ -61,6 +61,7 @@ EXTENSIONS = [
     extension("_batch"),
     extension("_builder"),
     extension("_headers_first"),
+    extension("_column_buffers"),
     extension("_columns", "columns.c", "size_hint.c", "snappy_block.c"),
     extension("_select"),
     extension("_groups"),

@@ -3,13 +3,13 @@
 
 ``decode_chunk`` takes batches already framed by ``read_batches`` and filtered at batch
 level (kcodec/columnar.py does that), decompresses the compressed ones, and decodes every
-v2 record region with the GIL released, so several threads can decode at once.
+v2 record region with the GIL released, so several threads can decode at once. The column
+buffers, and the pool of spares they come from, are kcodec/_column_buffers.pyx's.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport (INT32_MAX, INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint32_t,
-                          uint64_t)
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdint cimport INT32_MAX, INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint32_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC_COL_KEY,
@@ -21,6 +21,9 @@ from kcodec._native cimport (KC_COL_ARROW_TIME, KC_COL_BATCH, KC_COL_HEADERS, KC
                              kc_decode_records, kc_decode_whole_records,
                              kc_copy_out, kc_decompressed_size_range, kc_gather,
                              kc_gather_views, kc_rebase_views)
+from kcodec._column_buffers cimport (KEY_DATA, N_COLUMNS, SPARE_TOTAL_BYTES, VALUE_DATA,
+                                     adopt, buffers, in_layout, is_data, is_offsets,
+                                     item_size, release_column_spares, take_columns)
 from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of, outside_ranges
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
                              ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL, OFF_RECORD_COUNT)
@@ -48,6 +51,7 @@ cdef extern from "Python.h":
 import numpy
 import zstandard
 
+from kcodec._column_buffers import COLUMNS
 from kcodec._headers_first import from_headers_first, meta_bounds, meta_prefix
 from kcodec._workers import run_all
 from kcodec.codecs import (decompress_section, get_max_decompressed_size,
@@ -58,28 +62,11 @@ COLUMN_GROUPS = {"offset": KC_COL_OFFSET, "timestamp": KC_COL_TIMESTAMP, "key": 
                  "value": KC_COL_VALUE, "headers": KC_COL_HEADERS, "batch": KC_COL_BATCH}
 
 
-# ---- a pool of column buffers ------------------------------------------------------------
-# Fresh memory costs a page fault per 4 KiB on first touch, more than decoding into it on a
-# virtual machine. Column buffers freed by numpy (when the last array over them goes) are
-# kept here, oldest first, and the next decode of about the same shape (the next chunk of a
-# stream) fills warm pages instead. When the pool is full the oldest spares are freed, so
-# buffers of a shape no longer decoded do not crowd out the current one. Used with the GIL
-# held; buffers come from malloc, as the C side grows them with realloc.
+# ---- what the last decode's columns took ---------------------------------------------------
+# A decode reserves its columns as the last one's shape says, in spares from the pool
+# (kcodec/_column_buffers.pyx) where they fit: the next chunk of a stream, or a part of this
+# one decoded by another thread, has about the same shape.
 
-cdef enum:
-    # a few dozen chunks' columns (about ten buffers a chunk): what a table assembled from
-    # iter_arrow's chunks gives back at once
-    SPARES = 256
-    SPARE_TOTAL_BYTES = 512 * 1024 * 1024
-    N_COLUMNS = 24
-    TIMESTAMP_TYPE = 2   # their places in _buffers' order
-    KEY_DATA = 4
-    VALUE_DATA = 7
-
-cdef uint8_t *_spare_data[SPARES]
-cdef size_t _spare_cap[SPARES]
-cdef int _n_spares = 0
-cdef size_t _spare_bytes = 0
 cdef double _per_record[N_COLUMNS]  # items each column took per record in the last chunk
 # A v2 record's bytes, and of those the bytes that are not its value's (binary layout), in
 # the last decode that measured them. The second differs little between inputs whose values
@@ -94,194 +81,13 @@ cdef double _inflation[8]
 cdef double _copied_per_record[2]
 
 
-cdef void _remove_spare(int i) noexcept:
-    """Drop spare i from the pool (its memory now belongs to the caller), keeping the order."""
-    global _n_spares, _spare_bytes
-    _spare_bytes -= _spare_cap[i]
-    _n_spares -= 1
-    for i in range(i, _n_spares):
-        _spare_data[i] = _spare_data[i + 1]
-        _spare_cap[i] = _spare_cap[i + 1]
-
-
-cdef void _give_back(uint8_t *data, size_t cap, size_t used) noexcept:
-    """Keep a column buffer whose first ``used`` bytes an array held. Growth by doubling
-    may have left much of it unused (and untouched): it is cut to what the next decode of
-    its shape needs, lest the pool's bound be spent on room nobody wrote."""
-    global _n_spares, _spare_bytes
-    cdef uint8_t *shrunk
-    cdef size_t keep = used + used // 8 + 4096   # room for that decode to end in
-    if data == NULL:
-        return
-    if cap > keep + cap // 8:
-        shrunk = <uint8_t *>realloc(data, keep)
-        if shrunk != NULL:
-            data, cap = shrunk, keep
-    if cap > SPARE_TOTAL_BYTES:
-        free(data)
-        return
-    while _n_spares and (_n_spares == SPARES or _spare_bytes + cap > SPARE_TOTAL_BYTES):
-        free(_spare_data[0])
-        _remove_spare(0)
-    _spare_data[_n_spares] = data
-    _spare_cap[_n_spares] = cap
-    _n_spares += 1
-    _spare_bytes += cap
-
-
-cdef void _adopt(kc_buf *b, size_t want, bint guessed=False) noexcept:
-    """Give b the smallest spare holding ``want`` bytes (keeping b's content), if one is
-    at most twice that (larger ones are left for the columns that need them), else, when
-    ``want`` is a guess (keys and values), the largest holding three quarters of it: a
-    spare cut to what a decode of this shape used may hold it all though the guess
-    passes it."""
-    cdef int best = -1, i
-    if want <= b.cap:
-        return
-    for i in range(_n_spares):
-        if want <= _spare_cap[i] <= 2 * want and (best < 0 or _spare_cap[i] < _spare_cap[best]):
-            best = i
-    if best < 0 and guessed:
-        for i in range(_n_spares):
-            if (max(want - want // 4, b.len) <= _spare_cap[i] < want and
-                    (best < 0 or _spare_cap[i] > _spare_cap[best])):
-                best = i
-    if best < 0:
-        return
-    cdef uint8_t *data = _spare_data[best]
-    cdef size_t cap = _spare_cap[best]
-    _remove_spare(best)
-    if b.len:
-        memcpy(data, b.data, b.len)
-    free(b.data)
-    b.data = data
-    b.cap = cap
-
-
-def pooled_empty(Py_ssize_t n, dtype):
-    """An uninitialised numpy array of n items, in a spare buffer when one fits (what
-    joining the parts decoded by several threads writes into)."""
-    dtype = numpy.dtype(dtype)
-    cdef kc_buf b
-    b.data = NULL
-    b.len = b.cap = 0
-    cdef size_t nbytes = <size_t>n * <size_t>dtype.itemsize
-    _adopt(&b, nbytes)
-    if b.data == NULL:
-        b.data = <uint8_t *>malloc(max(nbytes, 1))
-        if b.data == NULL:
-            raise MemoryError()
-        b.cap = max(nbytes, 1)
-    b.len = nbytes
-    return _take(&b, dtype)
-
-
 def release_spare_buffers():
     """Free the column and decompression buffers (and zstd and gzip decompression contexts)
     kept for reuse; returns how many bytes of buffers that released."""
-    cdef size_t released = _spare_bytes
-    while _n_spares:
-        free(_spare_data[_n_spares - 1])
-        _remove_spare(_n_spares - 1)
+    cdef size_t released = release_column_spares()
     zstd_release_spares()
     inflate_release_spares()
     return released + scratch_release_spares()
-
-
-@cython.final
-cdef class _Owned:
-    """Memory taken from a column buffer, exported to numpy; back to the pool with the
-    last array over it."""
-    cdef uint8_t *data
-    cdef size_t cap
-    cdef Py_ssize_t size
-    cdef Py_ssize_t shape[1]
-
-    def __dealloc__(self):
-        _give_back(self.data, self.cap, <size_t>self.size)
-
-    def __getbuffer__(self, Py_buffer *view, int flags):
-        view.buf = self.data
-        view.len = self.size
-        view.readonly = 0
-        view.itemsize = 1
-        view.format = NULL
-        view.ndim = 1
-        self.shape[0] = self.size
-        view.shape = self.shape
-        view.strides = NULL
-        view.suboffsets = NULL
-        view.internal = NULL
-        view.obj = self
-
-    def __releasebuffer__(self, Py_buffer *view):
-        pass
-
-
-# Every column buffer: its key in the result, its numpy type, and the group that fills it.
-# The order is _buffers' order.
-_COLUMNS = (
-    ("offset", numpy.int64, KC_COL_OFFSET), ("timestamp", numpy.int64, KC_COL_TIMESTAMP),
-    ("timestamp_type", numpy.int8, KC_COL_TIMESTAMP), ("key_offsets", numpy.int64, KC_COL_KEY),
-    ("key_data", numpy.uint8, KC_COL_KEY), ("key_valid", numpy.bool_, KC_COL_KEY),
-    ("value_offsets", numpy.int64, KC_COL_VALUE), ("value_data", numpy.uint8, KC_COL_VALUE),
-    ("value_valid", numpy.bool_, KC_COL_VALUE), ("header_offsets", numpy.int64, KC_COL_HEADERS),
-    ("header_key_offsets", numpy.int64, KC_COL_HEADERS),
-    ("header_key_data", numpy.uint8, KC_COL_HEADERS),
-    ("header_value_offsets", numpy.int64, KC_COL_HEADERS),
-    ("header_value_data", numpy.uint8, KC_COL_HEADERS),
-    ("header_value_valid", numpy.bool_, KC_COL_HEADERS), ("magic", numpy.int8, KC_COL_BATCH),
-    ("compression", numpy.int8, KC_COL_BATCH), ("producer_id", numpy.int64, KC_COL_BATCH),
-    ("producer_epoch", numpy.int16, KC_COL_BATCH), ("sequence", numpy.int32, KC_COL_BATCH),
-    ("is_transactional", numpy.bool_, KC_COL_BATCH), ("is_control", numpy.bool_, KC_COL_BATCH),
-    ("key_views", numpy.uint8, KC_COL_KEY), ("value_views", numpy.uint8, KC_COL_VALUE),
-)
-# what each layout leaves out of the result
-_NOT_IN_VIEWS = frozenset(("key_offsets", "value_offsets"))
-_NOT_IN_BINARY = frozenset(("key_views", "value_views"))
-cdef size_t _NUMPY_ITEM_SIZE[N_COLUMNS]
-cdef bint _IS_OFFSETS[N_COLUMNS]
-cdef unsigned _GROUP[N_COLUMNS]
-cdef bint _NOT_IN_VIEWS_AT[N_COLUMNS]
-cdef bint _NOT_IN_BINARY_AT[N_COLUMNS]
-for _i, (_name, _dtype, _group) in enumerate(_COLUMNS):
-    _NUMPY_ITEM_SIZE[_i] = numpy.dtype(_dtype).itemsize
-    _IS_OFFSETS[_i] = _name.endswith("_offsets")
-    _GROUP[_i] = _group
-    _NOT_IN_VIEWS_AT[_i] = _name in _NOT_IN_VIEWS
-    _NOT_IN_BINARY_AT[_i] = _name in _NOT_IN_BINARY
-assert [_COLUMNS[i][0] for i in (TIMESTAMP_TYPE, KEY_DATA, VALUE_DATA)] == [
-    "timestamp_type", "key_data", "value_data"]
-
-
-cdef bint _in_layout(kc_columns *c, int i) noexcept:
-    """Whether a decode of c's columns, in its layout, fills column i."""
-    if not c.want & _GROUP[i]:
-        return False
-    return not (_NOT_IN_VIEWS_AT[i] if c.want & KC_COL_VIEWS else _NOT_IN_BINARY_AT[i])
-
-
-cdef void _buffers(kc_columns *c, kc_buf **out) noexcept nogil:
-    """Every buffer of c, in _COLUMNS' order (N_COLUMNS of them)."""
-    cdef kc_buf *all_[N_COLUMNS]
-    all_[:] = [&c.offset, &c.timestamp, &c.timestamp_type, &c.key_offsets, &c.key_data,
-               &c.key_valid, &c.value_offsets, &c.value_data, &c.value_valid, &c.header_offsets,
-               &c.header_key_offsets, &c.header_key_data, &c.header_value_offsets,
-               &c.header_value_data, &c.header_value_valid, &c.magic, &c.compression,
-               &c.producer_id, &c.producer_epoch, &c.sequence, &c.is_transactional,
-               &c.is_control, &c.key_views, &c.value_views]
-    cdef int i
-    for i in range(N_COLUMNS):
-        out[i] = all_[i]
-
-
-cdef size_t _item_size(kc_columns *c, int i) noexcept:
-    """The bytes of one item of column i in c's layout: numpy's, or Arrow's int32 offsets
-    (KC_COL_NARROW) and int32 timestamp types (KC_COL_ARROW_TIME)."""
-    if (c.want & KC_COL_NARROW and _IS_OFFSETS[i] or
-            c.want & KC_COL_ARROW_TIME and i == TIMESTAMP_TYPE):
-        return 4
-    return _NUMPY_ITEM_SIZE[i]
 
 
 cdef void _adopt_spares(kc_columns *c, size_t records, size_t key_bytes,
@@ -291,12 +97,12 @@ cdef void _adopt_spares(kc_columns *c, size_t records, size_t key_bytes,
     the bytes given, the others what the last chunk's shape says."""
     cdef kc_buf *bufs[N_COLUMNS]
     cdef int i
-    _buffers(c, bufs)
-    _adopt(bufs[KEY_DATA], key_bytes if c.want & KC_COL_KEY else 0, True)
-    _adopt(bufs[VALUE_DATA], value_bytes if c.want & KC_COL_VALUE else 0, True)
+    buffers(c, bufs)
+    adopt(bufs[KEY_DATA], key_bytes if c.want & KC_COL_KEY else 0, True)
+    adopt(bufs[VALUE_DATA], value_bytes if c.want & KC_COL_VALUE else 0, True)
     for i in range(N_COLUMNS):
-        if _per_record[i] > 0 and _in_layout(c, i) and not _is_data(i):
-            _adopt(bufs[i], <size_t>min(_per_record[i] * records * _item_size(c, i),
+        if _per_record[i] > 0 and in_layout(c, i) and not is_data(i):
+            adopt(bufs[i], <size_t>min(_per_record[i] * records * item_size(c, i),
                                         <double>SPARE_TOTAL_BYTES) + bufs[i].len)
 
 
@@ -317,30 +123,12 @@ cdef void _remember_sizes(_Chunk chunk) noexcept:
                                 c.decoded_records)
     if records == 0:
         return
-    _buffers(c, bufs)
+    buffers(c, bufs)
     for i in range(N_COLUMNS):
-        if c.want & KC_COL_VIEWS and _is_data(i):
+        if c.want & KC_COL_VIEWS and is_data(i):
             _copied_per_record[i == VALUE_DATA] = <double>bufs[i].len / records
-        elif bufs[i].len and _in_layout(c, i):   # (not counting offsets' leading 0)
-            _per_record[i] = <double>(bufs[i].len / _item_size(c, i) - _IS_OFFSETS[i]) / records
-
-
-cdef inline bint _is_data(int i) noexcept:
-    """Column i holds key or value bytes (with views, only the few copied ones)."""
-    return i == KEY_DATA or i == VALUE_DATA
-
-
-cdef object _take(kc_buf *b, object dtype):
-    """The buffer's content as a numpy array that owns it (the buffer is left empty)."""
-    cdef _Owned owned = _Owned.__new__(_Owned)
-    owned.data = b.data
-    owned.cap = b.cap
-    owned.size = <Py_ssize_t>b.len
-    b.data = NULL
-    b.len = b.cap = 0
-    if owned.size == 0:
-        return numpy.empty(0, dtype=dtype)
-    return numpy.frombuffer(owned, dtype=dtype)
+        elif bufs[i].len and in_layout(c, i):   # (not counting offsets' leading 0)
+            _per_record[i] = <double>(bufs[i].len / item_size(c, i) - is_offsets(i)) / records
 
 
 @cython.final
@@ -1074,8 +862,8 @@ cdef void _restore(kc_columns *c, _Snapshot *s) noexcept nogil:
     cdef kc_buf *bufs[N_COLUMNS]
     cdef kc_buf *was[N_COLUMNS]
     cdef int i
-    _buffers(c, bufs)
-    _buffers(&s.c, was)
+    buffers(c, bufs)
+    buffers(&s.c, was)
     for i in range(N_COLUMNS):   # (where each buffer lies now stays)
         bufs[i].len = was[i].len
     c.n = s.c.n
@@ -1168,7 +956,7 @@ cdef void _room_for_values(kc_buf *values, double per_batch, Py_ssize_t batches)
     that, rather than growing onto fresh pages batch after batch."""
     cdef double need = per_batch * batches
     if <double>(values.cap - values.len) < need:
-        _adopt(values, <size_t>min(values.len + need, <double>SPARE_TOTAL_BYTES), True)
+        adopt(values, <size_t>min(values.len + need, <double>SPARE_TOTAL_BYTES), True)
 
 
 cdef bint _decode_by_block(_Chunk chunk, RecordBatch batch, bint strict, bint validate_crc,
@@ -1811,10 +1599,10 @@ def join_parts(_Chunk first, list parts, int threads):
     cdef int i
     cdef size_t at
     cdef int64_t shift
-    _buffers(c, bufs)
+    buffers(c, bufs)
     planned = []   # (column, where in it, the part's bytes, shift of its offsets)
-    for i, (name, dtype, group) in enumerate(_COLUMNS):
-        if not c.want & group or name in _NOT_IN_BINARY:
+    for i, (name, dtype, group) in enumerate(COLUMNS):
+        if not in_layout(c, i):   # (the binary layout: parts are not decoded as views)
             continue
         at = bufs[i].len
         shift = 0
@@ -1915,16 +1703,5 @@ def gather_views(list columns, list sources, int64_t n):
 
 
 cdef dict _arrays(_Chunk chunk):
-    cdef kc_columns *c = &chunk.c
-    cdef kc_buf *bufs[N_COLUMNS]
-    cdef int i
     _remember_sizes(chunk)
-    _buffers(c, bufs)
-    out = {"count": c.n}
-    left_out = _NOT_IN_VIEWS if c.want & KC_COL_VIEWS else _NOT_IN_BINARY
-    for i, (name, dtype, group) in enumerate(_COLUMNS):
-        if c.want & group and name not in left_out:
-            if _item_size(c, i) != _NUMPY_ITEM_SIZE[i]:   # Arrow's narrower offsets, wider
-                dtype = numpy.int32                          # timestamp types
-            out[name] = _take(bufs[i], dtype)
-    return out
+    return take_columns(&chunk.c)

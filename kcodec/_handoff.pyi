@@ -1,5 +1,7 @@
 from collections.abc import Callable
+from typing import final
 
+@final
 class Signal:
     @property
     def count(self) -> int: ...

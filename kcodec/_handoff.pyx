@@ -13,6 +13,7 @@ lock; it holds no GIL either way, so the thread it waits for can run Python mean
 waiting for the next one in the same stretch without the GIL, so the caller that wakes to
 the signal finds the GIL free rather than queueing for it behind the helper.
 """
+cimport cython
 from cpython.pythread cimport (
     NOWAIT_LOCK,
     WAIT_LOCK,
@@ -37,6 +38,7 @@ cdef enum:
     CLOCK_EVERY = 64   # spins between readings of the clock
 
 
+@cython.final
 cdef class Signal:
     """A count that other threads raise (``notify``) and one thread at a time waits on
     (``wait_past``)."""

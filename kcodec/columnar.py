@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 import numpy as np
 
 from kcodec._batch import BatchRun, EntryReader, RecordBatch, read_entries_for_columns
+from kcodec._column_buffers import pooled_empty
 from kcodec._columns import (
     COLUMN_GROUPS,
     decode_chunk,
     decode_first_part,
     gather_views,
     join_parts,
-    pooled_empty,
     release_spare_buffers,
     views_length,
 )
