@@ -6,6 +6,7 @@ import inspect
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,11 +40,20 @@ def every_thread_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     """The tests' inputs are small, and a decode gives each thread it uses
     RECORDS_A_THREAD records at least (and decode_columns has threads frame stretches of
     FRAMED_BY_THREADS_FROM_ENTRIES batches or more): every thread asked for decodes and
-    frames here, so that splitting and joining are tested on them (test_columnar tests
-    the rule itself)."""
+    frames here, so that splitting and joining are tested on them (test_columnar_threads
+    tests the rule itself)."""
     from kcodec import columnar
     monkeypatch.setattr(columnar, "RECORDS_A_THREAD", 1)
     monkeypatch.setattr(columnar, "FRAMED_BY_THREADS_FROM_ENTRIES", 0)
+
+
+@pytest.fixture
+def empty_pools() -> Iterator[None]:
+    """The spare buffers' pools empty before and after the test (some hold hundreds of MB)."""
+    from kcodec.columnar import release_spare_buffers
+    release_spare_buffers()
+    yield
+    release_spare_buffers()
 
 
 #: Measurements tests record (``record_property``) and the summary prints, by section.

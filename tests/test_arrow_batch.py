@@ -19,8 +19,8 @@ from kcodec._columns import decode_chunk
 from kcodec.arrow_batch import record_batch
 from kcodec.columnar import ALL_COLUMNS, _want
 
+from .columnar_rows import TS, transactional_log
 from .conftest import VECTORS
-from .test_columnar import TS, transactional_log
 
 
 def mixed_log() -> bytes:

@@ -15,10 +15,10 @@ from kcodec import _stretches
 from kcodec._batch import BatchRun, read_entries_for_columns
 from kcodec._cuts import entry_sizes, entry_start_in
 
-from .test_columnar import (
+from .columnar_rows import (
     TS,
-    _batch_of,
     arrow_rows,
+    batch_of,
     chunked_rows,
     column_rows,
     mixed_log,
@@ -29,7 +29,7 @@ from .test_columnar import (
 
 def small_batches(count: int, first: int = 0) -> list[bytes]:
     """Batches of 1 to 3 records of different sizes, offsets following on."""
-    return [_batch_of(first + 3 * i, 1 + i % 3, 10 + i % 17) for i in range(count)]
+    return [batch_of(first + 3 * i, 1 + i % 3, 10 + i % 17) for i in range(count)]
 
 
 def starts_of(batches: list[bytes]) -> list[int]:
@@ -42,8 +42,8 @@ def nesting_log(count: int) -> bytes:
     log = bytearray()
     for i in range(count):
         builder = kcodec.BatchBuilder(base_offset=2 * i)
-        builder.append(_batch_of(0, 1 + i % 4, 30), key=b"k", timestamp=TS + i)
-        log += builder.build() + _batch_of(2 * i + 1, 1, 5 + i % 9)
+        builder.append(batch_of(0, 1 + i % 4, 30), key=b"k", timestamp=TS + i)
+        log += builder.build() + batch_of(2 * i + 1, 1, 5 + i % 9)
     return bytes(log)
 
 
@@ -224,8 +224,8 @@ def test_a_round_its_first_batches_misjudge_stays_bounded(monkeypatch: pytest.Mo
     """Rounds are planned by the bytes a record takes in their first batches: where the
     batches after take far fewer, a stretch decodes twice its share at most, and the next
     round starts where it stopped."""
-    log = b"".join(_batch_of(i, 1, 10_000) for i in range(64))
-    log += b"".join(_batch_of(64 + 50 * i, 50, 2) for i in range(2000))
+    log = b"".join(batch_of(i, 1, 10_000) for i in range(64))
+    log += b"".join(batch_of(64 + 50 * i, 50, 2) for i in range(2000))
     rounds: list[int] = []
 
     def noted(data: Any, start: int, batches: int) -> tuple[float, float] | None:
@@ -266,7 +266,7 @@ def test_generated_logs_of_small_batches(shapes: list[tuple[int, int, bool]], th
     for count, size, nests in shapes:
         builder = kcodec.BatchBuilder(base_offset=offset)
         for i in range(count):
-            value = _batch_of(0, 1, size) if nests else bytes([i]) * size
+            value = batch_of(0, 1, size) if nests else bytes([i]) * size
             builder.append(value, key=b"%d" % i, timestamp=TS + i)
         log += builder.build()
         offset = builder.next_offset
