@@ -343,14 +343,31 @@ def compress_to_scratch(codec: Compression | int | str, data: Any, level: int | 
     return sink
 
 
-def compress_builtin_into(kind: Compression, view: memoryview, level: int | None,
-                          sink: ScratchBuffer, magic: int = 2) -> None:
-    """Compress with one of Kafka's own codecs (ids 0-4) into ``sink``."""
+def check_options(codec: Compression | int | str, level: int | None = None, magic: int = 2,
+                  *, plugin: str | None = None) -> None:
+    """Raise what :func:`compress` would raise for these options, without compressing
+    (what a batch builder checks when it is made: a codec's set-up can cost more than a
+    small batch's compression)."""
+    kind = _check_codec(codec, magic, plugin)
+    if kind == _PLUGGABLE:
+        plugins.check_level(plugin, plugins.get(plugin), level)  # type: ignore[arg-type]
+    else:
+        _builtin_level(kind, level)
+
+
+def _builtin_level(kind: Compression, level: int | None) -> int | None:
+    """The level one of Kafka's own codecs (ids 0-4) compresses at (None: it has none)."""
     if kind == _SNAPPY and level is not None:
         raise ValueError("snappy has no levels")
     if kind == _NONE and level is not None:
         raise ValueError("a compression level needs a codec")
-    level = None if kind in (_NONE, _SNAPPY) else _level(kind, level)
+    return None if kind in (_NONE, _SNAPPY) else _level(kind, level)
+
+
+def compress_builtin_into(kind: Compression, view: memoryview, level: int | None,
+                          sink: ScratchBuffer, magic: int = 2) -> None:
+    """Compress with one of Kafka's own codecs (ids 0-4) into ``sink``."""
+    level = _builtin_level(kind, level)
     if kind == _NONE:
         sink.write(view)
     elif kind == _GZIP:
@@ -464,6 +481,7 @@ def decompress_builtin_into(kind: Compression, view: memoryview, limit: int,
         _zstd_decompress(view, limit, sink)
 
 
-__all__ = ["DEFAULT_MAX_DECOMPRESSED_SIZE", "compress", "compress_to_scratch", "decompress",
+__all__ = ["DEFAULT_MAX_DECOMPRESSED_SIZE", "check_options", "compress", "compress_to_scratch",
+           "decompress",
            "decompress_prefix", "decompress_section", "decompress_to_scratch",
            "get_max_decompressed_size", "set_max_decompressed_size"]

@@ -192,6 +192,27 @@ def test_compression_argument_checks() -> None:
         kcodec.BatchBuilder(compression="snappy", level=1)
 
 
+def test_compression_options_checked_as_compressing_checks_them() -> None:
+    """A builder checks its codec, level and magic without compressing (and each valid
+    combination once): what it raises is what compressing with them raises, every time."""
+    from kcodec import codecs
+
+    def outcome(call: Any) -> tuple[type, str] | None:
+        try:
+            call()
+        except (ValueError, kcodec.errors.KcodecError) as exc:
+            return type(exc), str(exc)
+        return None
+
+    for codec in ("gzip", "snappy", "lz4", "zstd"):
+        for level in (None, -131073, -131072, -1, 0, 1, 9, 10, 17, 18, 22, 23):
+            for magic in (0, 1, 2, 3):
+                expected = outcome(lambda: codecs.compress(codec, b"x", level, magic))
+                for _ in range(2):
+                    assert outcome(lambda: kcodec.BatchBuilder(
+                        compression=codec, level=level, magic=magic)) == expected
+
+
 
 @pytest.mark.parametrize("compression", [kcodec.Compression.LZ4, 3, "lz4", " LZ4 ", "Lz4"])
 def test_codec_given_any_way(compression: Any) -> None:

@@ -122,6 +122,29 @@ def test_levels_are_checked(registered: list[str]) -> None:
         kcodec.BatchBuilder(compression="pluggable", plugin="no-levels", level=1)
 
 
+def test_a_builder_checks_its_plugin_without_calling_it(registered: list[str]) -> None:
+    """A builder checks the plugin and level when it is made, and the plugin first
+    compresses when the batch is built; each builder checks again (the registry may
+    change between them)."""
+    calls: list[int | None] = []
+
+    class Counting(Reverse):
+        def compress(self, data: memoryview, level: int | None) -> bytes:
+            calls.append(level)
+            return super().compress(data, level)
+
+    register(registered, "counting", Counting())
+    builder = kcodec.BatchBuilder(compression="pluggable", plugin="counting", level=3)
+    assert calls == []
+    builder.append(b"v", timestamp=1_700_000_000_000)
+    builder.build()
+    assert calls == [3]
+    plugins.unregister("counting")
+    registered.clear()
+    with pytest.raises(UnknownPluginError):
+        kcodec.BatchBuilder(compression="pluggable", plugin="counting", level=3)
+
+
 def test_unknown_plugin_is_error_76_naming_it(registered: list[str]) -> None:
     register(registered, "reverse", Reverse())
     data = build("reverse")
