@@ -19,7 +19,7 @@ from libc.string cimport memcpy, memmove
 
 import cramjam
 
-from kcodec._libz cimport inflate_callable, inflate_member
+from kcodec._libz cimport inflate_callable, inflate_context, inflate_give_back, inflate_member
 from kcodec._libzstd cimport zstd_callable, zstd_context, zstd_decompress, zstd_give_back
 from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_resize
 from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
@@ -622,6 +622,34 @@ def zstd_frame_into(data, Py_ssize_t limit, ScratchBuffer sink):
     try:
         return zstd_batch_with_hook(<const uint8_t *>view.buf, view.len, limit, sink,
                                     NULL) == FRAME_DONE
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef int gzip_member_into_sink(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                               ScratchBuffer sink) except -2:
+    if n >= GZIP_ZLIB_BELOW or not inflate_callable():
+        return FRAME_UNDECIDED
+    cdef void *stream = inflate_context()
+    if stream == NULL:
+        return FRAME_UNDECIDED
+    cdef Py_ssize_t length = sink.length
+    cdef int status = _gzip_member(p, n, limit, &sink.mem, &length, NULL, stream)
+    inflate_give_back(stream)
+    if status == FRAME_DONE:
+        sink.length = length
+    return status
+
+
+def gzip_member_into(data, Py_ssize_t limit, ScratchBuffer sink):
+    """Whether ``data`` was inflated onto the end of sink by zlib called from C
+    (gzip_member_into_sink: a section under GZIP_ZLIB_BELOW bytes that is one member);
+    False leaves the sink's bytes as they were, for the zlib module to decide."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        return gzip_member_into_sink(<const uint8_t *>view.buf, view.len, limit,
+                                     sink) == FRAME_DONE
     finally:
         PyBuffer_Release(&view)
 

@@ -16,7 +16,8 @@ from kcodec._crc32c cimport crc32_update
 from kcodec._layout cimport ATTR_CODEC, ATTR_LOG_APPEND_TIME
 from kcodec._native cimport kc_get_be32, kc_get_be64
 from kcodec._record cimport InputBuffer, Record
-from kcodec._frames cimport NOGIL_FROM, lz4_frame_with_hook, snappy_with_hook
+from kcodec._frames cimport (FRAME_DONE, NOGIL_FROM, gzip_member_into_sink,
+                             lz4_frame_with_hook, snappy_with_hook)
 from kcodec._scratch cimport ScratchBuffer
 
 from kcodec.codecs import decompress_to_scratch as _decompress_to_scratch
@@ -373,16 +374,18 @@ cdef class LegacyBatch:
         try:
             # straight to the decoders, sized as the Python-level codec path sizes (a small
             # wrapper paid more for that path than for decompressing)
+            sink = ScratchBuffer(min(limit, 4 * <Py_ssize_t>self._m.value_len + 1024))
             if codec == 1:
+                if gzip_member_into_sink(self._m.value, self._m.value_len, limit,
+                                         sink) == FRAME_DONE:
+                    return sink
                 section = PyMemoryView_FromMemory(<char *>self._m.value, self._m.value_len,
                                                   PyBUF_READ)
                 whole = _gzip_member_in_one_call(section, limit)
                 if whole is None:
                     return _decompress_to_scratch(codec, section, self._m.magic, limit)
-                sink = ScratchBuffer(len(whole))
                 sink.write(whole)
                 return sink
-            sink = ScratchBuffer(min(limit, 4 * <Py_ssize_t>self._m.value_len + 1024))
             if codec == 2:
                 snappy_with_hook(self._m.value, self._m.value_len, limit, sink, NULL)
             else:

@@ -23,6 +23,7 @@ from kcodec import plugins
 from kcodec._frames import (
     GZIP_LIMITS,
     ZSTD_LIMITS,
+    gzip_member_into,
     lz4_frame_compress,
     lz4_frame_into,
     snappy_compress,
@@ -134,8 +135,11 @@ def gzip_member_in_one_call(data: memoryview, limit: int) -> bytes | None:
 
 def _gzip_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
     """cramjam's inflate (several times zlib's speed) for the usual case; zlib for the rest:
-    small batches, data after the last member, a wrong size hint, a limit hit, or an error
-    to explain."""
+    small batches (one member: zlib called from C, straight into the sink, else the zlib
+    module), data after the last member, a wrong size hint, a limit hit, or an error to
+    explain."""
+    if gzip_member_into(data, limit, sink):
+        return
     whole = gzip_member_in_one_call(data, limit)
     if whole is not None:
         sink.write(whole)

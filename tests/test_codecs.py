@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from kcodec import Compression
 from kcodec import codecs as C
-from kcodec._frames import zstd_frame_into, zstd_frame_most, zstd_whole_frames
+from kcodec._frames import gzip_member_into, zstd_frame_into, zstd_frame_most, zstd_whole_frames
+from kcodec._libz import available as libz_available
 from kcodec._libzstd import available as libzstd_available
 from kcodec._scratch import ScratchBuffer
 from kcodec.errors import (
@@ -123,8 +124,73 @@ def test_small_gzip_sections_in_one_call() -> None:
                          (one[:-3], 1 << 30), (zlib.compress(b"zlib"), 1 << 30),
                          (C.compress("gzip", os.urandom(2000)), 1 << 30)]:
         assert C.gzip_member_in_one_call(memoryview(other), limit) is None
+        sink = ScratchBuffer()
+        sink.write(b"before")
+        assert not gzip_member_into(other, limit, sink) and sink.tobytes() == b"before"
     with pytest.raises(DecompressionLimitError):
         C.decompress("gzip", one, max_size=5)
+    # zlib called from C, where it is found: the same member, straight into a sink
+    sink = ScratchBuffer()
+    sink.write(b"before")
+    assert gzip_member_into(one, 1 << 30, sink) == libz_available()
+    assert sink.tobytes() == (b"beforefirst " if libz_available() else b"before")
+    tight = ScratchBuffer()   # what a sink holds already counts against the limit
+    tight.write(b"before")
+    assert not gzip_member_into(one, len(b"beforefirst ") - 1, tight)
+    assert tight.tobytes() == b"before"
+
+
+@pytest.mark.skipif(not libz_available(), reason="zlib is not callable from C")
+def test_small_gzip_batches_read_by_zlib_from_c(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows of small gzip batches, and of legacy gzip wrappers, are inflated by zlib called
+    from C, not through the zlib module."""
+    import kcodec
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("the zlib module for a small gzip member")
+
+    from kcodec import _legacy
+    monkeypatch.setattr(C, "gzip_member_in_one_call", refuse)
+    monkeypatch.setattr(C, "_gzip_decompress_zlib", refuse)
+    monkeypatch.setattr(_legacy, "_gzip_member_in_one_call", refuse)
+    for magic in (0, 1, 2):
+        builder = kcodec.BatchBuilder(compression="gzip", magic=magic)
+        for i in range(10):
+            builder.append(b"value %d" % i * 10, key=b"k", timestamp=1_700_000_000_000)
+        values = [r.value for b in kcodec.read_batches(builder.build()) for r in b]
+        assert values == [b"value %d" % i * 10 for i in range(10)]
+
+
+def _gzip_outcome(section: bytes, limit: int) -> tuple[str, object]:
+    try:
+        return "bytes", C.decompress("gzip", section, max_size=limit)
+    except KcodecError as exc:
+        return type(exc).__name__, (str(exc), exc.position)
+
+
+@pytest.mark.skipif(not libz_available(), reason="zlib is not callable from C")
+@settings(max_examples=300)
+@given(st.binary(min_size=1, max_size=40), st.integers(1, 60), st.integers(0, 1 << 16),
+       st.sampled_from(["flip", "cut", "grow", "append", "none"]), st.integers(1, 1 << 20),
+       st.sampled_from([1 << 30, 100, 1000]))
+def test_damaged_gzip_members_are_decided_as_the_zlib_module_decides(
+        pattern: bytes, repeat: int, where: int, damage: str, bit: int, limit: int) -> None:
+    """Whatever a small gzip section holds, zlib called from C gives the verdict (and the
+    error, position and limit included) that the zlib module alone gives."""
+    from unittest import mock
+    section = bytearray(C.compress("gzip", pattern * repeat))
+    at = where % len(section)
+    if damage == "flip":
+        section[at] ^= 1 << bit % 8
+    elif damage == "cut":
+        del section[at:]
+    elif damage == "grow":
+        section[at:at] = section[at:at + bit % 64]
+    elif damage == "append":
+        section += section[:bit % 40]
+    with_c = _gzip_outcome(bytes(section), limit)
+    with mock.patch.object(C, "gzip_member_into", lambda *args: False):
+        assert _gzip_outcome(bytes(section), limit) == with_c
 
 
 @settings(max_examples=100)
