@@ -31,8 +31,7 @@ from kcodec._layout cimport (LEGACY_ATTRIBUTES, LEGACY_CRC, LEGACY_KEY_LENGTH_V0
 from kcodec._native cimport (kc_put_be16, kc_put_be32, kc_put_be64, kc_sizeof_varint,
                              kc_sizeof_varlong, kc_write_varint, kc_write_varlong)
 
-from kcodec.codecs import check_options as _check_compression
-from kcodec.codecs import compress_to_scratch as _compress_to_scratch
+from kcodec.codecs import compressor as _compressor
 from kcodec._headers_first import to_headers_first as _to_headers_first
 from kcodec.plugins import name_prefix as _name_prefix
 from kcodec.constants import COMPRESSION_OF, Compression, ControlType, TimestampType
@@ -170,12 +169,12 @@ cdef int _check_legacy_options(int magic, bint is_transactional, bint is_control
 cdef dict _CODEC_IDS = {**{key: int(member) for key, member in COMPRESSION_OF.items()},
                         None: 0}
 cdef dict _TIMESTAMP_TYPE_IDS = {member: int(member) for member in TimestampType}
-# (codec id, level, magic) of Kafka's own codecs that passed the options' check, which then
-# is not made again (it took ~0.5 us, an eighth of building a small LZ4 batch); plugins are
-# checked every time, as the registry may change
-cdef set _checked_options = set()
+# the compressors of Kafka's own codecs by (codec id, level, magic), their options checked
+# once: checking them took ~0.5 us, an eighth of building a small LZ4 batch (a plugin's
+# options are checked every time, as the registry may change)
+cdef dict _compressors = {}
 cdef enum:
-    CHECKED_OPTIONS_MAX = 256
+    COMPRESSORS_MAX = 256
 
 
 cdef int _codec_id(object compression) except -2:
@@ -187,15 +186,18 @@ cdef int _codec_id(object compression) except -2:
     return Compression.parse(compression)
 
 
-cdef int _check_options(int codec, object level, int magic, object plugin) except -1:
-    """Raise what compressing with these options would raise (kcodec.codecs.check_options)."""
+cdef object _compressor_of(int codec, object level, int magic, object plugin):
+    """kcodec.codecs.compressor for these options (which raises what compressing with them
+    would raise)."""
+    if plugin is not None:
+        return _compressor(codec, level, magic, plugin=plugin)
     options = (codec, level, magic)
-    if plugin is None and options in _checked_options:
-        return 0
-    _check_compression(codec, level, magic, plugin=plugin)
-    if plugin is None and len(_checked_options) < CHECKED_OPTIONS_MAX:
-        _checked_options.add(options)
-    return 0
+    found = _compressors.get(options)
+    if found is None:
+        found = _compressor(codec, level, magic)
+        if len(_compressors) < COMPRESSORS_MAX:
+            _compressors[options] = found
+    return found
 
 
 cdef int _timestamp_type_id(object timestamp_type) except -2:
@@ -252,11 +254,10 @@ cdef class BatchBuilder:
     cdef int64_t _base_timestamp
     cdef int64_t _max_timestamp
     cdef int32_t _count
-    cdef object _level
+    cdef object _compress           # kcodec.codecs.compressor's, for a compressed batch
     cdef int _magic
     cdef Py_ssize_t _records_at     # where the records start in _buf (header space before)
     cdef object _stated_max_timestamp  # the header's maxTimestamp when given (conversion)
-    cdef object _plugin             # codec 5: the plugin's name
     cdef bytes _plugin_prefix       # codec 5: its length byte and UTF-8 bytes
 
     def __cinit__(self):
@@ -282,8 +283,7 @@ cdef class BatchBuilder:
         if codec == COMPRESSION_NONE and level is not None:
             raise ValueError("a compression level needs a codec")
         if codec != COMPRESSION_NONE:
-            _check_options(codec, level, magic, plugin)
-        self._plugin = plugin
+            self._compress = _compressor_of(codec, level, magic, plugin)
         self._plugin_prefix = _name_prefix(plugin) if plugin is not None else b""
         if magic < 2:
             _check_legacy_options(magic, is_transactional, is_control, producer_id,
@@ -293,7 +293,6 @@ cdef class BatchBuilder:
         if magic == 3:
             self._len = self._records_at = V3_MAX_HEADER  # the header's varints come last
         self._magic = magic
-        self._level = level
         cdef int ts_type = _timestamp_type_id(timestamp_type)
         if ts_type == NO_TIMESTAMP_TYPE and magic > 0:
             raise ValueError(f"magic {magic} has CreateTime or LogAppendTime timestamps")
@@ -556,8 +555,9 @@ cdef class BatchBuilder:
             if headers_first:  # FORMAT.md §8.3: metadata first, then the values
                 records = _to_headers_first(records, self._count, False)
             if codec:
-                compressed = _compress_to_scratch(codec, records, self._level, 2,
-                                                  plugin=self._plugin)
+                compressed = ScratchBuffer(len(records) // 2 + 64)
+                # (a compressor takes a memoryview; the headers-first region is bytes)
+                self._compress(memoryview(records) if headers_first else records, compressed)
                 region, region_size = compressed.mem.data, compressed.length
             else:
                 region, region_size = <const uint8_t *><char *>records, len(records)
@@ -585,7 +585,8 @@ cdef class BatchBuilder:
         if not codec:
             return PyBytes_FromStringAndSize(<char *>self._buf.data, self._len)
         inner = PyMemoryView_FromMemory(<char *>self._buf.data, self._len, PyBUF_READ)
-        cdef ScratchBuffer compressed = _compress_to_scratch(codec, inner, self._level, self._magic)
+        cdef ScratchBuffer compressed = ScratchBuffer(self._len // 2 + 64)
+        self._compress(inner, compressed)
         cdef bint v1 = self._magic == 1
         cdef Py_ssize_t message = 4 + 1 + 1 + (8 if v1 else 0) + 4 + 4 + compressed.length
         if message > INT32_MAX - LOG_OVERHEAD:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import cramjam
@@ -347,41 +348,47 @@ def compress_to_scratch(codec: Compression | int | str, data: Any, level: int | 
     return sink
 
 
-def check_options(codec: Compression | int | str, level: int | None = None, magic: int = 2,
-                  *, plugin: str | None = None) -> None:
-    """Raise what :func:`compress` would raise for these options, without compressing
-    (what a batch builder checks when it is made: a codec's set-up can cost more than a
-    small batch's compression)."""
+#: Compresses a memoryview of bytes into a sink, its codec and level chosen beforehand.
+Compressor = Callable[[memoryview, ScratchBuffer], None]
+
+
+def compressor(codec: Compression | int | str, level: int | None = None, magic: int = 2,
+               *, plugin: str | None = None) -> Compressor:
+    """What compresses as :func:`compress` does with these options, which are checked now
+    (what compressing would raise for them is raised here): a batch builder checks its
+    options when it is made and compresses when it builds, with no codec set up for the
+    check (it can cost more than a small batch's compression) and no options to look at
+    again. A plugin is looked up in the registry when it compresses."""
     kind = _check_codec(codec, magic, plugin)
-    if kind == _PLUGGABLE:
-        plugins.check_level(plugin, plugins.get(plugin), level)  # type: ignore[arg-type]
-    else:
-        _builtin_level(kind, level)
+    if kind != _PLUGGABLE:
+        return _builtin_compressor(kind, level, magic)
+    name: str = plugin  # type: ignore[assignment]
+    plugins.check_level(name, plugins.get(name), level)
+    return lambda view, sink: plugins.compress_into(name, view, level, sink)
 
 
-def _builtin_level(kind: Compression, level: int | None) -> int | None:
-    """The level one of Kafka's own codecs (ids 0-4) compresses at (None: it has none)."""
+def _builtin_compressor(kind: Compression, level: int | None, magic: int) -> Compressor:
+    """The compressor of one of Kafka's own codecs (ids 0-4) at ``level``."""
     if kind == _SNAPPY and level is not None:
         raise ValueError("snappy has no levels")
     if kind == _NONE and level is not None:
         raise ValueError("a compression level needs a codec")
-    return None if kind in (_NONE, _SNAPPY) else _level(kind, level)
+    if kind == _NONE:
+        return lambda view, sink: sink.write(view)
+    if kind == _SNAPPY:
+        return snappy_compress
+    chosen = _level(kind, level)
+    if kind == _GZIP:
+        return lambda view, sink: _gzip_compress(view, chosen, sink)
+    if kind == _LZ4:
+        return lambda view, sink: lz4_frame_compress(view, chosen, magic, sink)
+    return lambda view, sink: _zstd_compress(view, chosen, sink)
 
 
 def compress_builtin_into(kind: Compression, view: memoryview, level: int | None,
                           sink: ScratchBuffer, magic: int = 2) -> None:
     """Compress with one of Kafka's own codecs (ids 0-4) into ``sink``."""
-    level = _builtin_level(kind, level)
-    if kind == _NONE:
-        sink.write(view)
-    elif kind == _GZIP:
-        _gzip_compress(view, level, sink)  # type: ignore[arg-type]
-    elif kind == _SNAPPY:
-        snappy_compress(view, sink)
-    elif kind == _LZ4:
-        lz4_frame_compress(view, level, magic, sink)  # type: ignore[arg-type]
-    else:
-        _zstd_compress(view, level, sink)  # type: ignore[arg-type]
+    _builtin_compressor(kind, level, magic)(view, sink)
 
 
 def decompress(codec: Compression | int | str, data: Any, magic: int = 2,
@@ -485,7 +492,6 @@ def decompress_builtin_into(kind: Compression, view: memoryview, limit: int,
         _zstd_decompress(view, limit, sink)
 
 
-__all__ = ["DEFAULT_MAX_DECOMPRESSED_SIZE", "check_options", "compress", "compress_to_scratch",
-           "decompress",
-           "decompress_prefix", "decompress_section", "decompress_to_scratch",
-           "get_max_decompressed_size", "set_max_decompressed_size"]
+__all__ = ["DEFAULT_MAX_DECOMPRESSED_SIZE", "Compressor", "compress", "compress_to_scratch",
+           "compressor", "decompress", "decompress_prefix", "decompress_section",
+           "decompress_to_scratch", "get_max_decompressed_size", "set_max_decompressed_size"]
