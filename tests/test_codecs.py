@@ -161,11 +161,29 @@ def test_small_gzip_batches_read_by_zlib_from_c(monkeypatch: pytest.MonkeyPatch)
         assert values == [b"value %d" % i * 10 for i in range(10)]
 
 
-def _gzip_outcome(section: bytes, limit: int) -> tuple[str, object]:
+def _outcome(codec: str, section: bytes, limit: int) -> tuple[str, object]:
+    """What decompressing ``section`` gives: its bytes, or the error's class, message and
+    position."""
     try:
-        return "bytes", C.decompress("gzip", section, max_size=limit)
+        return "bytes", C.decompress(codec, section, max_size=limit)
     except KcodecError as exc:
         return type(exc).__name__, (str(exc), exc.position)
+
+
+def _damaged(section: bytes, where: int, damage: str, bit: int) -> bytes:
+    """``section`` with a bit flipped, cut short or a run of it repeated (at ``where``), its
+    start appended, or as it is ("none")."""
+    out = bytearray(section)
+    at = where % len(out)
+    if damage == "flip":
+        out[at] ^= 1 << bit % 8
+    elif damage == "cut":
+        del out[at:]
+    elif damage == "grow":
+        out[at:at] = out[at:at + bit % 64]
+    elif damage == "append":
+        out += out[:bit % 40]
+    return bytes(out)
 
 
 @pytest.mark.skipif(not libz_available(), reason="zlib is not callable from C")
@@ -178,19 +196,10 @@ def test_damaged_gzip_members_are_decided_as_the_zlib_module_decides(
     """Whatever a small gzip section holds, zlib called from C gives the verdict (and the
     error, position and limit included) that the zlib module alone gives."""
     from unittest import mock
-    section = bytearray(C.compress("gzip", pattern * repeat))
-    at = where % len(section)
-    if damage == "flip":
-        section[at] ^= 1 << bit % 8
-    elif damage == "cut":
-        del section[at:]
-    elif damage == "grow":
-        section[at:at] = section[at:at + bit % 64]
-    elif damage == "append":
-        section += section[:bit % 40]
-    with_c = _gzip_outcome(bytes(section), limit)
+    section = _damaged(C.compress("gzip", pattern * repeat), where, damage, bit)
+    with_c = _outcome("gzip", section, limit)
     with mock.patch.object(C, "gzip_member_into", lambda *args: False):
-        assert _gzip_outcome(bytes(section), limit) == with_c
+        assert _outcome("gzip", section, limit) == with_c
 
 
 @settings(max_examples=100)
@@ -446,13 +455,6 @@ def test_zstd_frames_past_their_window_take_the_stream_reader() -> None:
     assert C.decompress("zstd", section) == b"".join(values)
 
 
-def _zstd_outcome(section: bytes, limit: int) -> tuple[str, object]:
-    try:
-        return "bytes", C.decompress("zstd", section, max_size=limit)
-    except KcodecError as exc:
-        return type(exc).__name__, (str(exc), exc.position)
-
-
 @pytest.mark.skipif(not libzstd_available(), reason="libzstd is not callable from C")
 @settings(max_examples=300)
 @given(st.binary(min_size=1, max_size=40), st.integers(1, 6000), st.integers(0, 1 << 16),
@@ -463,17 +465,10 @@ def test_damaged_zstd_frames_are_decided_as_python_zstandard_decides(
     """Whatever a zstd records section holds, libzstd called from C gives the verdict (and
     the error, position and limit included) that python-zstandard alone gives."""
     from unittest import mock
-    section = bytearray(C.compress("zstd", (pattern * repeat)[:200_000]))
-    at = where % len(section)
-    if damage == "flip":
-        section[at] ^= 1 << bit % 8
-    elif damage == "cut":
-        del section[at:]
-    elif damage == "grow":
-        section[at:at] = section[at:at + bit % 64]
-    with_libzstd = _zstd_outcome(bytes(section), limit)
+    section = _damaged(C.compress("zstd", (pattern * repeat)[:200_000]), where, damage, bit)
+    with_libzstd = _outcome("zstd", section, limit)
     with mock.patch.object(C, "zstd_frame_into", lambda *args: False):
-        assert _zstd_outcome(bytes(section), limit) == with_libzstd
+        assert _outcome("zstd", section, limit) == with_libzstd
 
 
 # ---- bounds --------------------------------------------------------------------------------
