@@ -7,6 +7,7 @@ from libc.stdint cimport (INT64_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_
 
 from kcodec._layout cimport ATTR_LOG_APPEND_TIME
 from kcodec._record cimport InputBuffer, Record
+from kcodec._scratch cimport ScratchBuffer
 
 
 @cython.final
@@ -36,6 +37,7 @@ cdef class RecordBatch:
     cdef readonly int32_t record_count
 
     cdef RecordIterator _iterator(self)
+    cdef ScratchBuffer _decompressed(self, int codec)
     cdef RecordIterator _headers_first_iterator(self, RecordIterator it, int codec)
 
 

@@ -21,7 +21,9 @@ from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport free, realloc
 
 from kcodec._crc32c cimport crc32c_update
-from kcodec._frames cimport frame_codecs, queued_as_frame
+from kcodec._frames cimport (FRAME_DONE, frame_codecs, gzip_member_into_sink,
+                             lz4_frame_with_hook, queued_as_frame, snappy_with_hook,
+                             zstd_batch_with_hook)
 from kcodec._legacy cimport LegacyRun, frame_plain_run, make_legacy_batch
 from kcodec._record cimport InputBuffer, Record
 from kcodec._scratch cimport ScratchBuffer
@@ -43,6 +45,7 @@ from kcodec._native cimport (KC_ERR_EOF, KC_ERR_HEADER_COUNT, KC_ERR_HEADER_KEY,
 from kcodec.constants import Compression, ControlType, TimestampType
 from kcodec._headers_first import from_headers_first as _from_headers_first
 from kcodec.codecs import decompress_section as _decompress_section
+from kcodec.codecs import get_max_decompressed_size as _get_max_decompressed_size
 from kcodec.plugins import split_section as _split_plugin_section
 from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
                            RecordTooLargeError, UnsupportedCompressionTypeError)
@@ -325,10 +328,7 @@ cdef class RecordBatch:
         if codec > 5:
             raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
                                                   position=self.position + CRC_START)
-        cdef ScratchBuffer records = _decompress_section(
-            codec, self.buffer[self.header_size:],
-            None if self._max_decompressed_size < 0 else self._max_decompressed_size,
-            self.position + self.header_size, self.magic)
+        cdef ScratchBuffer records = self._decompressed(codec)
         it._owner = records
         it._start = records.mem.data
         it._end = it._start + records.length
@@ -336,6 +336,38 @@ cdef class RecordBatch:
         it._decompressed = True
         it._p = it._start
         return it
+
+    cdef ScratchBuffer _decompressed(self, int codec):
+        """The records section decompressed, as kcodec.codecs.decompress_section gives it:
+        snappy and LZ4 sections, and zstd and gzip ones that libzstd or zlib take in one
+        call, by the C decoders straight from the batch's bytes (a small batch paid more for
+        the Python path than for decompressing); anything else by that function."""
+        cdef Py_ssize_t header = self.header_size
+        cdef const uint8_t *section = self._p + header
+        cdef Py_ssize_t n = self.size - header
+        cdef Py_ssize_t limit = (_get_max_decompressed_size() if self._max_decompressed_size < 0
+                                 else self._max_decompressed_size)
+        cdef ScratchBuffer sink
+        if 1 <= codec <= 4:
+            sink = ScratchBuffer(min(limit, 4 * n + 1024))
+            try:
+                if codec == 2:
+                    snappy_with_hook(section, n, limit, sink, NULL)
+                    return sink
+                if codec == 3:
+                    lz4_frame_with_hook(section, n, 2, limit, sink, NULL)
+                    return sink
+                if codec == 4 and zstd_batch_with_hook(section, n, limit, sink,
+                                                       NULL) == FRAME_DONE:
+                    return sink
+                if codec == 1 and gzip_member_into_sink(section, n, limit, sink) == FRAME_DONE:
+                    return sink
+            except KcodecError as exc:
+                if exc.position is None:
+                    exc.position = self.position + header
+                raise
+        return _decompress_section(codec, self.buffer[header:], limit, self.position + header,
+                                   self.magic)
 
     cdef RecordIterator _headers_first_iterator(self, RecordIterator it, int codec):
         """Records of a headers-first batch (FORMAT.md §8.3), put back in record order."""
