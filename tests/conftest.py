@@ -47,6 +47,22 @@ def every_thread_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(columnar, "FRAMED_BY_THREADS_FROM_ENTRIES", 0)
 
 
+def damaged(section: bytes, where: int, damage: str, bit: int) -> bytes:
+    """``section`` with a bit flipped, cut short or a run of it repeated (at ``where``), its
+    start appended, or as it is ("none"): what the damaged-input property tests feed."""
+    out = bytearray(section)
+    at = where % len(out)
+    if damage == "flip":
+        out[at] ^= 1 << bit % 8
+    elif damage == "cut":
+        del out[at:]
+    elif damage == "grow":
+        out[at:at] = out[at:at + bit % 64]
+    elif damage == "append":
+        out += out[:bit % 40]
+    return bytes(out)
+
+
 @pytest.fixture
 def empty_pools() -> Iterator[None]:
     """The spare buffers' pools empty before and after the test (some hold hundreds of MB)."""

@@ -26,6 +26,8 @@ from kcodec.errors import (
     UnsupportedCompressionTypeError,
 )
 
+from .conftest import damaged
+
 CODECS = [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD]
 LEVELS: dict[Compression, list[int | None]] = {Compression.GZIP: [None, -1, 1, 6, 9], Compression.SNAPPY: [None],
           Compression.LZ4: [None, 1, 9, 10, 17], Compression.ZSTD: [None, -5, 1, 3, 19]}
@@ -170,22 +172,6 @@ def _outcome(codec: str, section: bytes, limit: int) -> tuple[str, object]:
         return type(exc).__name__, (str(exc), exc.position)
 
 
-def _damaged(section: bytes, where: int, damage: str, bit: int) -> bytes:
-    """``section`` with a bit flipped, cut short or a run of it repeated (at ``where``), its
-    start appended, or as it is ("none")."""
-    out = bytearray(section)
-    at = where % len(out)
-    if damage == "flip":
-        out[at] ^= 1 << bit % 8
-    elif damage == "cut":
-        del out[at:]
-    elif damage == "grow":
-        out[at:at] = out[at:at + bit % 64]
-    elif damage == "append":
-        out += out[:bit % 40]
-    return bytes(out)
-
-
 @pytest.mark.skipif(not libz_available(), reason="zlib is not callable from C")
 @settings(max_examples=300)
 @given(st.binary(min_size=1, max_size=40), st.integers(1, 60), st.integers(0, 1 << 16),
@@ -196,7 +182,7 @@ def test_damaged_gzip_members_are_decided_as_the_zlib_module_decides(
     """Whatever a small gzip section holds, zlib called from C gives the verdict (and the
     error, position and limit included) that the zlib module alone gives."""
     from unittest import mock
-    section = _damaged(C.compress("gzip", pattern * repeat), where, damage, bit)
+    section = damaged(C.compress("gzip", pattern * repeat), where, damage, bit)
     with_c = _outcome("gzip", section, limit)
     with mock.patch.object(C, "gzip_member_into", lambda *args: False):
         assert _outcome("gzip", section, limit) == with_c
@@ -465,7 +451,7 @@ def test_damaged_zstd_frames_are_decided_as_python_zstandard_decides(
     """Whatever a zstd records section holds, libzstd called from C gives the verdict (and
     the error, position and limit included) that python-zstandard alone gives."""
     from unittest import mock
-    section = _damaged(C.compress("zstd", (pattern * repeat)[:200_000]), where, damage, bit)
+    section = damaged(C.compress("zstd", (pattern * repeat)[:200_000]), where, damage, bit)
     with_libzstd = _outcome("zstd", section, limit)
     with mock.patch.object(C, "zstd_frame_into", lambda *args: False):
         assert _outcome("zstd", section, limit) == with_libzstd

@@ -13,6 +13,8 @@ import kcodec
 from kcodec import TimestampType
 from kcodec.errors import CorruptRecordError, InvalidRecordError, KcodecError, RecordTooLargeError
 
+from .conftest import damaged
+
 TS = 1700000000000
 
 
@@ -280,14 +282,7 @@ def test_small_compressed_batches_read_as_their_sections_decompress(
     for i in range(count):
         builder.append(b"value %d " % i * (i % 7), key=b"k", timestamp=TS + i)
     batch = bytearray(builder.build())
-    section = batch[61:]
-    at = where % len(section)
-    if damage == "flip":
-        section[at] ^= 1 << bit % 8
-    elif damage == "cut":
-        del section[at:]
-    elif damage == "grow":
-        section[at:at] = section[at:at + bit % 64]
+    section = damaged(bytes(batch[61:]), where, damage, bit)
     batch[61:] = section
     batch[8:12] = (len(batch) - 12).to_bytes(4, "big")
     batch[17:21] = kcodec.crc32c(bytes(batch[21:])).to_bytes(4, "big")
