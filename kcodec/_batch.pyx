@@ -21,9 +21,7 @@ from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport free, realloc
 
 from kcodec._crc32c cimport crc32c_update
-from kcodec._frames cimport (FRAME_DONE, frame_codecs, gzip_member_into_sink,
-                             lz4_frame_with_hook, queued_as_frame, snappy_with_hook,
-                             zstd_batch_with_hook)
+from kcodec._frames cimport decompress_in_c, frame_codecs, queued_as_frame
 from kcodec._legacy cimport LegacyRun, frame_plain_run, make_legacy_batch
 from kcodec._record cimport InputBuffer, Record
 from kcodec._scratch cimport ScratchBuffer
@@ -339,33 +337,20 @@ cdef class RecordBatch:
 
     cdef ScratchBuffer _decompressed(self, int codec):
         """The records section decompressed, as kcodec.codecs.decompress_section gives it:
-        snappy and LZ4 sections, and zstd and gzip ones that libzstd or zlib take in one
-        call, by the C decoders straight from the batch's bytes (a small batch paid more for
-        the Python path than for decompressing); anything else by that function."""
+        by the C decoders straight from the batch's bytes where they take it (a small batch
+        paid more for the Python path than for decompressing), else by that function."""
         cdef Py_ssize_t header = self.header_size
-        cdef const uint8_t *section = self._p + header
-        cdef Py_ssize_t n = self.size - header
         cdef Py_ssize_t limit = (_get_max_decompressed_size() if self._max_decompressed_size < 0
                                  else self._max_decompressed_size)
-        cdef ScratchBuffer sink
-        if 1 <= codec <= 4:
-            sink = ScratchBuffer(min(limit, 4 * n + 1024))
-            try:
-                if codec == 2:
-                    snappy_with_hook(section, n, limit, sink, NULL)
-                    return sink
-                if codec == 3:
-                    lz4_frame_with_hook(section, n, 2, limit, sink, NULL)
-                    return sink
-                if codec == 4 and zstd_batch_with_hook(section, n, limit, sink,
-                                                       NULL) == FRAME_DONE:
-                    return sink
-                if codec == 1 and gzip_member_into_sink(section, n, limit, sink) == FRAME_DONE:
-                    return sink
-            except KcodecError as exc:
-                if exc.position is None:
-                    exc.position = self.position + header
-                raise
+        cdef ScratchBuffer records
+        try:
+            records = decompress_in_c(codec, self._p + header, self.size - header, 2, limit)
+        except KcodecError as exc:
+            if exc.position is None:
+                exc.position = self.position + header
+            raise
+        if records is not None:
+            return records
         return _decompress_section(codec, self.buffer[header:], limit, self.position + header,
                                    self.magic)
 

@@ -75,13 +75,13 @@ cdef int zstd_frame_without_gil(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit
 cdef int zstd_batch_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
                               ScratchBuffer sink, BlockHook *hook) except -2
 
-# A gzip section of fewer than GZIP_ZLIB_BELOW bytes that is exactly one member stating at
-# most GZIP_ONE_CALL_MOST bytes (and ``limit``), inflated into ``sink`` by zlib called from
-# C, as the zlib module inflates it in one call (kcodec.codecs.gzip_member_in_one_call);
-# FRAME_UNDECIDED, the sink's length as it was, leaves it to the zlib module, which decides
-# alike and explains an error.
-cdef int gzip_member_into_sink(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
-                               ScratchBuffer sink) except -2
+# A compressed section of Kafka's codecs 1-4 (a batch's records, a legacy wrapper's value)
+# decompressed by the C decoders into a pooled buffer, as kcodec.codecs decompresses it:
+# snappy and LZ4 (of the given magic) always, zstd and gzip when libzstd or zlib takes the
+# section in one call; None leaves it to kcodec.codecs, which decides alike and explains.
+# For readers that hold the bytes: no Python layer between them and the decoder.
+cdef ScratchBuffer decompress_in_c(int codec, const uint8_t *p, Py_ssize_t n, int magic,
+                                   Py_ssize_t limit)
 
 cdef enum:
     # zstd frames asking for a larger window are refused, as zstd-jni refuses them

@@ -626,8 +626,31 @@ def zstd_frame_into(data, Py_ssize_t limit, ScratchBuffer sink):
         PyBuffer_Release(&view)
 
 
-cdef int gzip_member_into_sink(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
-                               ScratchBuffer sink) except -2:
+cdef ScratchBuffer decompress_in_c(int codec, const uint8_t *p, Py_ssize_t n, int magic,
+                                   Py_ssize_t limit):
+    cdef ScratchBuffer sink
+    if codec == 2 or codec == 3:
+        sink = ScratchBuffer(min(limit, 4 * n + 1024))   # (as kcodec.codecs sizes it)
+        if codec == 2:
+            snappy_with_hook(p, n, limit, sink, NULL)
+        else:
+            lz4_frame_with_hook(p, n, magic, limit, sink, NULL)
+        return sink
+    if codec == 1 or codec == 4:
+        sink = ScratchBuffer()   # (sized by the section's framing when it is taken)
+        if (_gzip_member_into_sink(p, n, limit, sink) if codec == 1 else
+                zstd_batch_with_hook(p, n, limit, sink, NULL)) == FRAME_DONE:
+            return sink
+    return None
+
+
+cdef int _gzip_member_into_sink(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
+                                ScratchBuffer sink) except -2:
+    """A gzip section of fewer than GZIP_ZLIB_BELOW bytes that is exactly one member stating
+    at most GZIP_ONE_CALL_MOST bytes (and ``limit``), inflated onto the end of sink by zlib
+    called from C, as the zlib module inflates it in one call
+    (kcodec.codecs.gzip_member_in_one_call): FRAME_DONE, or FRAME_UNDECIDED with the sink's
+    length as it was."""
     if n >= GZIP_ZLIB_BELOW or not inflate_callable():
         return FRAME_UNDECIDED
     cdef void *stream = inflate_context()
@@ -643,13 +666,13 @@ cdef int gzip_member_into_sink(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
 
 def gzip_member_into(data, Py_ssize_t limit, ScratchBuffer sink):
     """Whether ``data`` was inflated onto the end of sink by zlib called from C
-    (gzip_member_into_sink: a section under GZIP_ZLIB_BELOW bytes that is one member);
+    (_gzip_member_into_sink: a section under GZIP_ZLIB_BELOW bytes that is one member);
     False leaves the sink's bytes as they were, for the zlib module to decide."""
     cdef Py_buffer view
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
-        return gzip_member_into_sink(<const uint8_t *>view.buf, view.len, limit,
-                                     sink) == FRAME_DONE
+        return _gzip_member_into_sink(<const uint8_t *>view.buf, view.len, limit,
+                                      sink) == FRAME_DONE
     finally:
         PyBuffer_Release(&view)
 

@@ -16,13 +16,11 @@ from kcodec._crc32c cimport crc32_update
 from kcodec._layout cimport ATTR_CODEC, ATTR_LOG_APPEND_TIME
 from kcodec._native cimport kc_get_be32, kc_get_be64
 from kcodec._record cimport InputBuffer, Record
-from kcodec._frames cimport (FRAME_DONE, NOGIL_FROM, gzip_member_into_sink,
-                             lz4_frame_with_hook, snappy_with_hook)
+from kcodec._frames cimport NOGIL_FROM, decompress_in_c
 from kcodec._scratch cimport ScratchBuffer
 
 from kcodec.codecs import decompress_to_scratch as _decompress_to_scratch
 from kcodec.codecs import get_max_decompressed_size as _get_max_decompressed_size
-from kcodec.codecs import gzip_member_in_one_call as _gzip_member_in_one_call
 from kcodec.constants import Compression, TimestampType
 from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
                            UnsupportedCompressionTypeError)
@@ -370,28 +368,16 @@ cdef class LegacyBatch:
         cdef Py_ssize_t limit = (_get_max_decompressed_size() if self._max_decompressed_size < 0
                                  else self._max_decompressed_size)
         cdef ScratchBuffer sink
-        cdef bytes whole
         try:
-            # straight to the decoders, sized as the Python-level codec path sizes (a small
-            # wrapper paid more for that path than for decompressing)
-            sink = ScratchBuffer(min(limit, 4 * <Py_ssize_t>self._m.value_len + 1024))
-            if codec == 1:
-                if gzip_member_into_sink(self._m.value, self._m.value_len, limit,
-                                         sink) == FRAME_DONE:
-                    return sink
-                section = PyMemoryView_FromMemory(<char *>self._m.value, self._m.value_len,
-                                                  PyBUF_READ)
-                whole = _gzip_member_in_one_call(section, limit)
-                if whole is None:
-                    return _decompress_to_scratch(codec, section, self._m.magic, limit)
-                sink.write(whole)
+            # straight to the decoders where they take it (a small wrapper paid more for the
+            # Python-level codec path than for decompressing)
+            sink = decompress_in_c(codec, self._m.value, self._m.value_len, self._m.magic,
+                                   limit)
+            if sink is not None:
                 return sink
-            if codec == 2:
-                snappy_with_hook(self._m.value, self._m.value_len, limit, sink, NULL)
-            else:
-                lz4_frame_with_hook(self._m.value, self._m.value_len, self._m.magic, limit,
-                                    sink, NULL)
-            return sink
+            section = PyMemoryView_FromMemory(<char *>self._m.value, self._m.value_len,
+                                              PyBUF_READ)
+            return _decompress_to_scratch(codec, section, self._m.magic, limit)
         except KcodecError as exc:
             if exc.position is None:
                 exc.position = self.position

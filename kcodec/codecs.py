@@ -337,14 +337,11 @@ def compress(codec: Compression | int | str, data: Any, level: int | None = None
 
 def compress_to_scratch(codec: Compression | int | str, data: Any, level: int | None = None,
                         magic: int = 2, *, plugin: str | None = None) -> ScratchBuffer:
-    """As :func:`compress`, into a pooled buffer (what the batch builder uses)."""
-    kind = _check_codec(codec, magic, plugin)
+    """As :func:`compress`, into a pooled buffer."""
+    compress = compressor(codec, level, magic, plugin=plugin)
     view = memoryview(data).cast("B")
     sink = ScratchBuffer(len(view) // 2 + 64)
-    if kind == _PLUGGABLE:
-        plugins.compress_into(plugin, view, level, sink)  # type: ignore[arg-type]
-    else:
-        compress_builtin_into(kind, view, level, sink, magic)
+    compress(view, sink)
     return sink
 
 

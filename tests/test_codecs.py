@@ -151,10 +151,8 @@ def test_small_gzip_batches_read_by_zlib_from_c(monkeypatch: pytest.MonkeyPatch)
     def refuse(*args: object) -> None:
         raise AssertionError("the zlib module for a small gzip member")
 
-    from kcodec import _legacy
     monkeypatch.setattr(C, "gzip_member_in_one_call", refuse)
     monkeypatch.setattr(C, "_gzip_decompress_zlib", refuse)
-    monkeypatch.setattr(_legacy, "_gzip_member_in_one_call", refuse)
     for magic in (0, 1, 2):
         builder = kcodec.BatchBuilder(compression="gzip", magic=magic)
         for i in range(10):
