@@ -8,7 +8,7 @@ Arrow output can instead take keys and values as ``binary_view`` columns, which 
 the input and the decompressed batches, so no key or value is copied at all.
 Records are filtered as a Kafka consumer sees them: control records and (given the
 aborted-transaction list of a fetch) aborted transactional data are left out unless asked
-for, and offset and timestamp ranges prune whole batches before anything is decoded.
+for, and offset and timestamp ranges select records, batches wholly outside them not read.
 
 Column names and types follow Spark's Kafka source: key, value (binary), topic (string),
 partition (int), offset (long), timestamp (timestamp), timestampType (int), headers
@@ -208,16 +208,37 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
                    allow_magic3: bool = False) -> dict[str, Any]:
     """Decode every batch in ``data`` into numpy arrays (no pyarrow needed).
 
-    Returns ``count`` and, per requested column group: ``offset`` (int64), ``timestamp``
-    (int64 ms) and ``timestamp_type`` (int8), ``key_offsets``/``key_data``/``key_valid``
-    and the same for ``value`` (int64 offsets into uint8 data, bool validity),
-    ``header_offsets`` (per record, into the header arrays) with ``header_key_*`` and
-    ``header_value_*``, and the batch-level columns. ``columns`` projects (names as in
-    :data:`ALL_COLUMNS`); leaving ``value`` out scans offsets, timestamps, keys and headers
-    without copying values (and of headers-first magic-3 batches, read with
-    ``allow_magic3``, without decompressing them). With ``threads`` the parts the threads
-    decode are joined into one set of arrays; :func:`iter_columns` streams chunks instead,
-    each thread's its own.
+    ``data`` is any buffer :func:`read_batches` takes, of v2 batches and legacy messages in
+    any mix. Returns ``count`` and, per requested column group: ``offset`` (int64),
+    ``timestamp`` (int64 ms) and ``timestamp_type`` (int8), ``key_offsets``/``key_data``/
+    ``key_valid`` and the same for ``value`` (int64 offsets into uint8 data, bool
+    validity), ``header_offsets`` (per record, into the header arrays) with
+    ``header_key_*`` and ``header_value_*``, and the batch-level columns.
+
+    The options, which :func:`iter_columns`, :func:`decode_arrow` and :func:`iter_arrow`
+    share:
+
+    - ``columns``: the columns to build, by the names of :data:`ALL_COLUMNS`; by default
+      Spark's (:data:`SPARK_COLUMNS`), with ``headers`` if ``include_headers`` and the
+      batch-level ones (:data:`BATCH_COLUMNS`) if ``metadata``. Leaving ``value`` out scans
+      offsets, timestamps, keys and headers without copying values (and of headers-first
+      magic-3 batches without decompressing them).
+    - ``offsets``, ``timestamps`` (ms): ``(lo, hi)``, the records with ``lo <= x < hi``
+      (an ``hi`` of 2**63 - 1 or more leaves nothing out); batches wholly outside are not
+      read at all.
+    - ``include_control``: keep control records (transaction markers), which a consumer
+      never sees.
+    - ``aborted_transactions``: a fetch response's ``(producer_id, first_offset)`` pairs;
+      given them, aborted transactional data is left out, as a read_committed consumer
+      leaves it.
+    - ``threads``: decode groups of batches on up to this many threads, without the GIL;
+      here their parts are joined into one set of arrays, where :func:`iter_columns` hands
+      each thread's chunks over as they are.
+    - ``validate_crc``, ``strict``, ``max_decompressed_size``, ``allow_magic3``: as for
+      :func:`read_batches`; the CRCs of control and aborted batches left out are checked
+      too, as Java's consumer checks them.
+
+    Bad input raises what :func:`read_batches` raises for the first bad batch decoded.
     """
     _at_least_one(threads=threads)
     frame, select, _, want, options = _prepare(data, columns, include_headers, metadata,
@@ -375,7 +396,10 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
                validate_crc: bool = True, strict: bool = False,
                max_decompressed_size: int | None = None, allow_magic3: bool = False,
                binary_view: bool = False) -> Iterator[pyarrow.RecordBatch]:
-    """Arrow record batches of about ``chunk_records`` records each (whole Kafka batches).
+    """Arrow record batches of about ``chunk_records`` records each (whole Kafka batches),
+    with the columns and options of :func:`decode_columns` in Spark's types; ``topic`` and
+    ``partition`` fill those columns (null without them). Memory follows the chunk, not the
+    input, and with ``threads`` each thread decodes and assembles chunks of its own.
 
     With ``binary_view``, key and value are Arrow ``binary_view`` columns whose values stay
     where they are: in ``data`` (which the arrays then keep alive) and in each compressed
@@ -443,17 +467,30 @@ def _records_a_run(window_records: int) -> int:
     return min(8 * RUN_RECORDS, max(window_records // 8, 1))
 
 
-def decode_arrow(data: Any, **options: Any) -> pyarrow.Table:
-    """An Arrow table of every record in ``data`` (see :func:`iter_arrow` for the options)."""
+def decode_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = None,
+                 partition: int | None = None, columns: Iterable[str] | None = None,
+                 include_headers: bool = False, metadata: bool = False,
+                 offsets: tuple[int, int] | None = None,
+                 timestamps: tuple[int, int] | None = None, include_control: bool = False,
+                 aborted_transactions: Sequence[tuple[int, int]] | None = None,
+                 threads: int = 1, validate_crc: bool = True, strict: bool = False,
+                 max_decompressed_size: int | None = None, allow_magic3: bool = False,
+                 binary_view: bool = False) -> pyarrow.Table:
+    """An Arrow table of every record in ``data``: the record batches of
+    :func:`iter_arrow`, with its options, as one table (its columns chunked as those
+    batches are; a table of the columns' types when no record is selected)."""
     import pyarrow as pa
-    batches = list(iter_arrow(data, **options))
+    batches = list(iter_arrow(
+        data, chunk_records=chunk_records, topic=topic, partition=partition, columns=columns,
+        include_headers=include_headers, metadata=metadata, offsets=offsets,
+        timestamps=timestamps, include_control=include_control,
+        aborted_transactions=aborted_transactions, threads=threads,
+        validate_crc=validate_crc, strict=strict, max_decompressed_size=max_decompressed_size,
+        allow_magic3=allow_magic3, binary_view=binary_view))
     if not batches:
-        names = column_names(options.get("columns"), options.get("include_headers", False),
-                             options.get("metadata", False))
-        empty = decode_chunk([], _want(names), views=options.get("binary_view", False),
-                             arrow=True)
-        batches = [record_batch(empty, list(names), options.get("topic"),
-                                 options.get("partition"))]
+        names = column_names(columns, include_headers, metadata)
+        empty = decode_chunk([], _want(names), views=binary_view, arrow=True)
+        batches = [record_batch(empty, names, topic, partition)]
     return pa.Table.from_batches(batches)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
@@ -681,6 +682,20 @@ def test_thread_and_chunk_counts_below_one_are_refused() -> None:
             next(kcodec.iter_columns(log, threads=bad))
         with pytest.raises(ValueError, match="chunk_records must be 1 or more"):
             next(kcodec.iter_columns(log, chunk_records=bad))
+
+
+def test_every_entry_point_takes_the_same_options() -> None:
+    def options(function: Any) -> dict[str, inspect.Parameter]:
+        return dict(list(inspect.signature(function).parameters.items())[1:])
+    shared = options(kcodec.decode_columns)
+    streamed = options(kcodec.iter_columns)
+    assert streamed.pop("chunk_records") and streamed == shared
+    assert options(kcodec.decode_arrow) == options(kcodec.iter_arrow)
+    arrow = options(kcodec.iter_arrow)
+    assert set(arrow) - set(shared) == {"chunk_records", "topic", "partition", "binary_view"}
+    assert all(arrow[name] == parameter for name, parameter in shared.items())
+    with pytest.raises(TypeError, match="thread"):
+        kcodec.decode_arrow(b"", thread=2)  # type: ignore[call-arg]
 
 
 def test_arrow_schema_is_sparks() -> None:
