@@ -6,12 +6,20 @@ import inspect
 import os
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import kcodec
+# a build instrumented for fuzzing needs libFuzzer loaded first (tests/fuzz's modules are
+# imported by name: it has no package of its own)
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fuzz"))
+from instrumented_build import load_libfuzzer_if_needed  # noqa: E402
+
+load_libfuzzer_if_needed()
+
+import kcodec  # noqa: E402
 from kcodec import ControlType, segments
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from instrumented_build import load_libfuzzer_if_needed
+
 
 def replay(target: str, paths: list[Path]) -> None:
     from fuzz_targets import TARGETS
@@ -38,6 +40,8 @@ def target_names() -> list[str]:
 
 
 def main(argv: list[str]) -> None:
+    if len(argv) >= 2 and argv[1] in ("--seeds", "--replay"):
+        load_libfuzzer_if_needed()   # kcodec is imported here without fuzzing
     if len(argv) >= 2 and argv[1] == "--seeds":
         from fuzz_seeds import write_seeds
         shared = Path(argv[3]) if len(argv) > 3 else None
