@@ -22,6 +22,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 import fuzz_targets  # noqa: E402
 from fuzz_seeds import MAX_LEN, write_seeds  # noqa: E402
+from instrumented_build import load_libfuzzer_if_needed  # noqa: E402
 
 CORPUS = HERE / "corpus"
 CAMPAIGN_SECONDS = int(os.environ.get("KCODEC_FUZZ_SECONDS", "0"))
@@ -43,6 +44,13 @@ def test_regression_corpus(target: str, path: Path) -> None:
 
 def test_every_regression_names_a_target() -> None:
     assert {folder.name for folder in CORPUS.iterdir()} <= set(fuzz_targets.TARGETS)
+
+
+def test_import_errors_not_of_an_instrumented_build_are_raised(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "kcodec", None)   # kcodec that fails to import otherwise
+    with pytest.raises(ImportError, match="kcodec"):
+        load_libfuzzer_if_needed()
 
 
 @pytest.fixture(scope="module")
