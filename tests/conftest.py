@@ -114,9 +114,18 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
-def load_vectors() -> dict[str, bytes]:
+class Vectors(dict[str, bytes]):
+    """name -> bytes of every vector in shared/spec/vectors.txt; a test that asks for one
+    without shared/ is skipped (or fails, when shared/ is required), as by shared_path."""
+
+    def __missing__(self, name: str) -> bytes:
+        shared_path("spec", "vectors.txt")
+        raise KeyError(name)
+
+
+def load_vectors() -> Vectors:
     """name -> bytes of every vector in shared/spec/vectors.txt."""
-    vectors: dict[str, bytes] = {}
+    vectors = Vectors()
     path = SHARED / "spec" / "vectors.txt"
     if not path.exists():
         return vectors
@@ -158,8 +167,15 @@ def vectors() -> dict[str, bytes]:
 
 
 def real_segments() -> list[Path]:
-    """Every .log file under shared/testdata/kafka-segments."""
+    """Every .log file under shared/testdata/kafka-segments (none without shared/)."""
     return sorted((SHARED / "testdata" / "kafka-segments").glob("*/*/*.log"))
+
+
+def shared_segments() -> list[Path]:
+    """real_segments(), for a test that needs them: skipped without shared/, as by
+    shared_path."""
+    shared_path("testdata", "kafka-segments")
+    return real_segments()
 
 
 def example_plugin_site(site: Path) -> str:

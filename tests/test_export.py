@@ -13,7 +13,7 @@ from kcodec import segments
 from kcodec.cli import main
 from kcodec.errors import ChecksumError
 
-from .conftest import SHARED, write_transactional_partition
+from .conftest import shared_path, write_transactional_partition
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -42,7 +42,7 @@ def expected_table(sources: list[Path], **options: Any) -> Any:
 
 @pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
 def test_real_segments_export_as_decode_arrow_reads_them(tmp_path: Path, suffix: str) -> None:
-    root = SHARED / "testdata" / "kafka-segments"
+    root = shared_path("testdata", "kafka-segments")
     target = tmp_path / f"all{suffix}"
     summary = kcodec.export_segments([root], target, include_headers=True, metadata=True,
                                      threads=2)

@@ -23,7 +23,7 @@ from kcodec import codecs as C
 from kcodec._batch import RecordBatch
 from kcodec.constants import Compression
 
-from .conftest import real_segments
+from .conftest import shared_segments
 
 SLACK = 32   # KC_LZ4_SLACK: bytes past the capacity the decoder may write
 GUARD = 64   # bytes past the slack that must stay as they were
@@ -144,7 +144,7 @@ def test_compressor_output_is_decided(mode: Literal["default", "high_compression
 def test_blocks_kafka_wrote_are_decided() -> None:
     """Every LZ4 block in the real segments (lz4-java's, as Kafka's producer writes them)."""
     blocks = 0
-    for path in real_segments():
+    for path in shared_segments():
         for batch in kcodec.read_batches(path.read_bytes()):
             if isinstance(batch, RecordBatch) and batch.compression == Compression.LZ4:
                 frame = batch.buffer[batch.header_size:]

@@ -12,7 +12,7 @@ from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
 
 import kcodec
 
-from .conftest import real_segments
+from .conftest import shared_segments
 
 TS = 1700000000000
 RECORDS: list[tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]] = [
@@ -97,9 +97,7 @@ def test_control_batch_read_by_peers() -> None:
 
 
 def test_real_segments_match_kafka_python() -> None:
-    segments = real_segments()
-    if not segments:
-        pytest.skip("no shared testdata")
+    segments = shared_segments()
     checked = 0
     for path in segments:
         data = path.read_bytes()

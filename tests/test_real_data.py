@@ -6,7 +6,7 @@ import pytest
 
 import kcodec
 
-from .conftest import real_segments, shared_path
+from .conftest import real_segments, shared_path, shared_segments
 
 SEGMENTS = real_segments()
 
@@ -59,7 +59,8 @@ def test_fetch_capture_v2() -> None:
 
 
 def test_lz4_segments_are_lz4() -> None:
-    codecs = {b.compression_id for path in SEGMENTS for b in kcodec.read_batches(path.read_bytes())}
+    codecs = {b.compression_id for path in shared_segments()
+              for b in kcodec.read_batches(path.read_bytes())}
     assert 3 in codecs
 
 

@@ -14,7 +14,7 @@ import kcodec
 from kcodec import codecs
 from kcodec._columns import decompressed_size_range
 
-from .conftest import real_segments
+from .conftest import shared_segments
 
 INT64_MAX = 2**63 - 1
 CODEC_IDS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -63,7 +63,7 @@ def test_kafka_pythons_sections_state_their_size(codec: str) -> None:
 
 def test_real_kafka_sections_state_their_size() -> None:
     checked = 0
-    for segment in real_segments():
+    for segment in shared_segments():
         for batch in kcodec.read_batches(segment.read_bytes()):
             if batch.magic == 2 and batch.compression_id:
                 section = bytes(batch.buffer[batch.header_size:])

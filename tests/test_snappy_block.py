@@ -22,8 +22,6 @@ from kcodec import codecs as C
 from kcodec._batch import RecordBatch
 from kcodec.constants import Compression
 
-from .conftest import VECTORS
-
 SLACK = 32   # KC_SNAPPY_SLACK: bytes past the stated length the decoder may write
 GUARD = 64   # bytes past the slack that must stay as they were
 _decoder = ctypes.CDLL(_frames.__file__).kc_snappy_block
@@ -144,11 +142,11 @@ def test_compressor_output_is_decided() -> None:
             assert ours(block, len(data) - 1) is None   # states more than the room given
 
 
-def test_blocks_kafka_wrote_are_decided() -> None:
+def test_blocks_kafka_wrote_are_decided(vectors: dict[str, bytes]) -> None:
     """Every block of the xerial streams Kafka's Java classes wrote (the spec's vectors; the
     real segments hold no snappy batches)."""
     blocks = 0
-    for name, data in VECTORS.items():
+    for name, data in vectors.items():
         if not name.startswith("v2_snappy"):
             continue
         for batch in kcodec.read_batches(data):
