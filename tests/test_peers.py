@@ -212,7 +212,7 @@ def test_kcodec_legacy_to_peers(magic: int, codec: str) -> None:
     expected = [(i, ts if magic else -1, k, v) for i, (k, v, ts) in enumerate(LEGACY_RECORDS)]
     assert peer_entries_records(data) == expected
     if not HAVE_AIOKAFKA or (magic == 0 and codec == "lz4"):
-        return  # aiokafka does not read magic-0 LZ4 (KIP-57's broken checksum) at all
+        return  # (aiokafka does not read magic-0 LZ4, KIP-57's broken checksum, at all)
     got, pos = [], 0
     while pos < len(data):
         size = 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
