@@ -13,6 +13,7 @@ import kcodec
 from kcodec import TimestampType
 from kcodec.errors import CorruptRecordError, InvalidRecordError, KcodecError, RecordTooLargeError
 
+from .columnar_rows import batch_of_section
 from .conftest import damaged
 
 TS = 1700000000000
@@ -281,23 +282,19 @@ def test_small_compressed_batches_read_as_their_sections_decompress(
     builder = kcodec.BatchBuilder(compression=codec)
     for i in range(count):
         builder.append(b"value %d " % i * (i % 7), key=b"k", timestamp=TS + i)
-    batch = bytearray(builder.build())
-    section = damaged(bytes(batch[61:]), where, damage, bit)
-    batch[61:] = section
-    batch[8:12] = (len(batch) - 12).to_bytes(4, "big")
-    batch[17:21] = kcodec.crc32c(bytes(batch[21:])).to_bytes(4, "big")
+    built = builder.build()
+    section = damaged(built[61:], where, damage, bit)
+    batch = batch_of_section(built[:61], section, codec, count, 0)
     try:
         records = codecs.decompress_section(int(kcodec.Compression[codec.upper()]),
-                                            memoryview(bytes(section)), limit, 61).tobytes()
+                                            memoryview(section), limit, 61).tobytes()
     except KcodecError as exc:
-        assert _read(bytes(batch), limit) == (type(exc).__name__, (str(exc), exc.position))
+        assert _read(batch, limit) == (type(exc).__name__, (str(exc), exc.position))
         return
-    plain = bytearray(batch[:61]) + records   # the same header, its records uncompressed
-    plain[21:23] = b"\x00\x00"
-    plain[8:12] = (len(plain) - 12).to_bytes(4, "big")
-    plain[17:21] = kcodec.crc32c(bytes(plain[21:])).to_bytes(4, "big")
-    expected = _read(bytes(plain), 1 << 30)
-    got = _read(bytes(batch), limit)
+    header = bytearray(built[:61])   # the same header, its records uncompressed
+    header[21:23] = b"\x00\x00"
+    expected = _read(batch_of_section(bytes(header), records, "none", count, 0), 1 << 30)
+    got = _read(batch, limit)
     if expected[0] == "values":
         assert got == expected
     else:   # (where it is differs: the compressed batch's messages place it in the

@@ -8,11 +8,11 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-from fuzz_targets import PLUGIN
-
 import kcodec
 from kcodec.errors import KcodecError
 from kcodec.segments import split_entries
+
+from fuzz_targets import PLUGIN
 
 #: Inputs longer than this are left out (the runs' -max_len).
 MAX_LEN = 1 << 16

@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
+# tests/fuzz's modules, on sys.path from the conftest
+import fuzz_targets
+from fuzz_seeds import MAX_LEN, write_seeds
+from instrumented_build import load_libfuzzer_if_needed
+
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-import fuzz_targets  # noqa: E402
-from fuzz_seeds import MAX_LEN, write_seeds  # noqa: E402
-from instrumented_build import load_libfuzzer_if_needed  # noqa: E402
 
 CORPUS = HERE / "corpus"
 CAMPAIGN_SECONDS = int(os.environ.get("KCODEC_FUZZ_SECONDS", "0"))
