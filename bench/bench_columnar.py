@@ -8,16 +8,21 @@ codec library decompressing the same payloads into kept buffers of their exact s
 two threads against one on an input ten times as large; and the same records in small
 batches. Every reader checks CRCs.
 
-    python bench/bench_columnar.py [--rounds N] [--quick]
+    python bench/bench_columnar.py [--rounds N] [--quick] [--json FILE]
+
+--json also writes the figures behind the summary tables, for bench/columnar_runs.py to
+take the median of several runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import cramjam
 
@@ -143,26 +148,27 @@ def decoders(data: bytes) -> dict[str, Callable[[], object]]:
     }
 
 
-def scaling_by_size(codecs_: list[str],
-                    rounds: int) -> list[tuple[str, float, float, float, float]]:
+def two_threads(medians: dict[str, float]) -> dict[str, float]:
+    """How much faster each decoder ran with two threads than with one."""
+    return {"arrow": medians["arrow"] / medians["arrow x2"],
+            "views": medians["arrow views"] / medians["arrow views x2"],
+            "columns": medians["columns"] / medians["columns x2"],
+            "chunks": medians["columns"] / medians["column chunks x2"]}
+
+
+def scaling_by_size(codec: str, rounds: int) -> list[tuple[str, dict[str, float]]]:
     """Two threads against one on 100 B records, for the bench's input and one ten times as
     large: what a call costs besides decoding (handing work to the helper thread, joining
     or assembling the parts) weighs less on a larger input."""
     out = []
-    for codec in codecs_:
-        for batches in (BATCHES, 10 * BATCHES):
-            data = make_log(codec, 100, batches)
-            medians = interleaved(decoders(data), rounds)
-            out.append((f"{codec} 100 B x {batches * PER_BATCH:,}",
-                        medians["arrow"] / medians["arrow x2"],
-                        medians["arrow views"] / medians["arrow views x2"],
-                        medians["columns"] / medians["columns x2"],
-                        medians["columns"] / medians["column chunks x2"]))
+    for batches in (BATCHES, 10 * BATCHES):
+        data = make_log(codec, 100, batches)
+        out.append((f"{codec} 100 B x {batches * PER_BATCH:,}",
+                    two_threads(interleaved(decoders(data), rounds))))
     return out
 
 
-def small_batches(rounds: int,
-                  codecs: list[str]) -> list[tuple[str, float, float, float, float]]:
+def small_batches(rounds: int, codecs: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """The bench's 100 000 records of 100 B in batches of 1, 10 and 100 records, as
     producers that send at once write them, and in compressed batches of 10: what each
     batch costs besides its records weighs up to a thousand times as much. (records/s of
@@ -182,9 +188,10 @@ def small_batches(rounds: int,
             "aiokafka": lambda: aiokafka_rows(parts),
         }, rounds)
         name = f"{per_batch} a batch" if codec == "none" else f"{codec}, {per_batch} a batch"
-        out.append((name, total / medians["columns"] / 1e6,
-                    total / medians["views"] / 1e6, medians["aiokafka"] / medians["columns"],
-                    medians["arrow"] / medians["arrow x2"]))
+        out.append((name, {"columns": total / medians["columns"] / 1e6,
+                           "views": total / medians["views"] / 1e6,
+                           "vs_aiokafka": medians["aiokafka"] / medians["columns"],
+                           "x2": {"arrow": medians["arrow"] / medians["arrow x2"]}}))
     return out
 
 
@@ -193,15 +200,21 @@ def aiokafka_rows(parts: list[bytes]) -> None:
         read_aiokafka(part)
 
 
+def percent(fraction: float | None) -> str:
+    return "" if fraction is None else f"{fraction:+.0%}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", metavar="FILE", help="also write the summary figures here")
     args = parser.parse_args()
     rounds = 3 if args.quick else args.rounds
     total = BATCHES * PER_BATCH
     rows_out = []
-    summary = []
+    figures: dict[str, Any] = {"kcodec": kcodec.__version__, "rounds": rounds, "cases": {},
+                               "by_size": {}, "small_batches": {}}
     cases = [(codec, size) for codec in ("none", "gzip", "snappy", "lz4", "zstd")
              for size in (100, 1024)]
     if args.quick:
@@ -223,36 +236,45 @@ def main() -> int:
             rows_out.append((f"{codec} {size} B", name, seconds, ratio,
                              f"{total / seconds / 1e6:.1f} M rec/s"))
         raw = medians.get("raw decompress")
-        summary.append((f"{codec} {size} B", total / medians["columns"] / 1e6,
-                        total / medians["arrow views"] / 1e6,
-                        medians["aiokafka"] / medians["columns"],
-                        medians["arrow"] / medians["arrow x2"],
-                        medians["arrow views"] / medians["arrow views x2"],
-                        medians["columns"] / medians["columns x2"],
-                        medians["columns"] / medians["column chunks x2"],
-                        "" if raw is None else f"{medians['columns'] / raw - 1:+.0%}",
-                        "" if raw is None else f"{medians['arrow views'] / raw - 1:+.0%}"))
+        figures["cases"][f"{codec} {size} B"] = {
+            "columns": total / medians["columns"] / 1e6,
+            "views": total / medians["arrow views"] / 1e6,
+            "vs_aiokafka": medians["aiokafka"] / medians["columns"],
+            "x2": two_threads(medians),
+            "over_raw": None if raw is None else {
+                "columns": medians["columns"] / raw - 1,
+                "views": medians["arrow views"] / raw - 1}}
     print(f"kcodec {kcodec.__version__}: {BATCHES} batches x {PER_BATCH} records, "
           f"{rounds} interleaved rounds, medians ('kcodec is' = faster than columns by)")
     print_table("columnar decoding", rows_out)
     print("\n                M rec/s:          vs       2 threads vs 1:                 over raw:")
     print("case            columns  views  aiokafka  arrow  views  columns  chunks  columns"
           "  views")
-    for (case, rate, views, vs_aio, arrow2, views2, columns2, chunks2, over,
-         views_over) in summary:
-        print(f"{case:<14} {rate:>8.1f} {views:>6.1f} {vs_aio:>8.1f}x {arrow2:>5.2f}x "
-              f"{views2:>5.2f}x {columns2:>7.2f}x {chunks2:>6.2f}x {over:>8} {views_over:>6}")
+    for case, f in figures["cases"].items():
+        x2, over = f["x2"], f["over_raw"] or {}
+        print(f"{case:<14} {f['columns']:>8.1f} {f['views']:>6.1f} {f['vs_aiokafka']:>8.1f}x "
+              f"{x2['arrow']:>5.2f}x {x2['views']:>5.2f}x {x2['columns']:>7.2f}x "
+              f"{x2['chunks']:>6.2f}x {percent(over.get('columns')):>8} "
+              f"{percent(over.get('views')):>6}")
     print("\n2 threads vs 1, by input size:  arrow  views  columns  chunks")
-    for case, arrow2, views2, columns2, chunks2 in scaling_by_size(
-            ["none"] if args.quick else ["none", "lz4"], rounds):
-        print(f"{case:<30} {arrow2:>5.2f}x {views2:>5.2f}x {columns2:>7.2f}x {chunks2:>6.2f}x")
+    for codec in ["none"] if args.quick else ["none", "lz4"]:
+        for case, x2 in scaling_by_size(codec, rounds):
+            figures["by_size"][case] = {"x2": x2}
+            print(f"{case:<30} {x2['arrow']:>5.2f}x {x2['views']:>5.2f}x "
+                  f"{x2['columns']:>7.2f}x {x2['chunks']:>6.2f}x")
     print("\nsmall batches, 100 B records:  M rec/s: columns  views  vs aiokafka"
           "  arrow, 2 threads vs 1")
-    for case, rate, views, vs_aio, arrow2 in small_batches(
-            rounds, [] if args.quick else ["gzip", "snappy", "lz4", "zstd"]):
-        print(f"{case:<30} {rate:>15.1f} {views:>6.1f} {vs_aio:>10.1f}x {arrow2:>12.2f}x")
-    print(f"\nwith 2 threads instead of 1, this machine copies memory {copy_scaling(rounds):.2f}x "
-          f"and hashes in cache {compute_scaling(rounds):.2f}x as fast")
+    for case, f in small_batches(rounds, [] if args.quick else ["gzip", "snappy", "lz4", "zstd"]):
+        figures["small_batches"][case] = f
+        print(f"{case:<30} {f['columns']:>15.1f} {f['views']:>6.1f} {f['vs_aiokafka']:>10.1f}x "
+              f"{f['x2']['arrow']:>12.2f}x")
+    figures["ceilings"] = {"copy": copy_scaling(rounds), "hash": compute_scaling(rounds)}
+    print(f"\nwith 2 threads instead of 1, this machine copies memory "
+          f"{figures['ceilings']['copy']:.2f}x and hashes in cache "
+          f"{figures['ceilings']['hash']:.2f}x as fast")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(figures, out, indent=1)
     return 0
 
 
