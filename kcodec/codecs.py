@@ -315,10 +315,7 @@ def _check_magic(codec: Compression, magic: int) -> None:
 
 
 def _check_codec(codec: Compression | int | str, magic: int, plugin: str | None) -> Compression:
-    try:
-        parsed = Compression.parse(codec)
-    except ValueError:
-        raise UnsupportedCompressionTypeError(f"Unknown compression type {codec!r}") from None
+    parsed = Compression.parse(codec)
     _check_magic(parsed, magic)
     if parsed == _PLUGGABLE:
         if plugin is None:

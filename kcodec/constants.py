@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 
+from kcodec.errors import UnknownCompressionTypeError
+
 
 class Compression(enum.IntEnum):
     """Codec ids of attribute bits 0-2 (FORMAT.md §2.2, §7)."""
@@ -17,7 +19,8 @@ class Compression(enum.IntEnum):
 
     @classmethod
     def parse(cls, value: Compression | int | str | None) -> Compression:
-        """Accept a member, an id, or a Kafka name (``"lz4"``, ``"none"``, ``"uncompressed"``)."""
+        """Accept a member, an id, or a Kafka name (``"lz4"``, ``"none"``, ``"uncompressed"``);
+        anything else raises UnknownCompressionTypeError (a ValueError)."""
         if value is None:
             return cls.NONE
         # one dict lookup for members, ids and lower-case names: the enum's own call
@@ -33,8 +36,13 @@ class Compression(enum.IntEnum):
             try:
                 return cls[name.upper()]
             except KeyError:
-                raise ValueError(f"unknown compression type {value!r}") from None
-        return cls(value)
+                pass
+        else:
+            try:
+                return cls(value)
+            except ValueError:
+                pass
+        raise UnknownCompressionTypeError(f"Unknown compression type {value!r}")
 
 
 #: The codecs by member, id and lower-case Kafka name (``"uncompressed"`` too).

@@ -67,6 +67,12 @@ class UnsupportedCompressionTypeError(KcodecError):
     error_name = "UNSUPPORTED_COMPRESSION_TYPE"
 
 
+class UnknownCompressionTypeError(UnsupportedCompressionTypeError, ValueError):
+    """A codec given as an argument (an id or a name) that Kafka does not define: a
+    ``ValueError``, as a wrong argument is, wherever kcodec takes a codec, and Kafka's
+    UNSUPPORTED_COMPRESSION_TYPE, as the same id met in data is."""
+
+
 class UnknownPluginError(UnsupportedCompressionTypeError):
     """A pluggable-codec batch (id 5) names a plugin that is neither registered nor
     installed; ``plugin`` is the name it carries."""
@@ -135,7 +141,8 @@ __all__ = [
     "NotSupportedError",
     "RecordListTooLargeError",
     "RecordTooLargeError",
-    "UnsupportedCompressionTypeError",
+    "UnknownCompressionTypeError",
     "UnknownPluginError",
+    "UnsupportedCompressionTypeError",
     "UnsupportedForMessageFormatError",
 ]

@@ -8,11 +8,13 @@ import subprocess
 import sys
 import zlib
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import kcodec
 from kcodec import Compression
 from kcodec import codecs as C
 from kcodec._frames import gzip_member_into, zstd_frame_into, zstd_frame_most, zstd_whole_frames
@@ -23,6 +25,7 @@ from kcodec.errors import (
     CompressionError,
     DecompressionLimitError,
     KcodecError,
+    UnknownCompressionTypeError,
     UnsupportedCompressionTypeError,
 )
 
@@ -77,6 +80,27 @@ def test_names_ids_and_none() -> None:
         C.compress(7, b"x")
     with pytest.raises(UnsupportedCompressionTypeError):
         C.decompress("brotli", b"x")
+
+
+@pytest.mark.parametrize("codec", [7, -1, "brotli", "lz5", 1.5])
+def test_a_codec_kafka_does_not_define_is_one_error_wherever_it_is_given(
+        codec: Any) -> None:
+    """A ValueError, as any wrong argument is, and Kafka's UNSUPPORTED_COMPRESSION_TYPE, as
+    the same id in data is: whichever a caller catches, it catches it everywhere."""
+    batch = kcodec.BatchBuilder().build()
+    calls: list[Callable[[], object]] = [
+        lambda: Compression.parse(codec),
+        lambda: C.compress(codec, b"x"),
+        lambda: C.decompress(codec, b"x"),
+        lambda: kcodec.BatchBuilder(compression=codec),
+        lambda: kcodec.BatchBuilder(magic=1, compression=codec),
+        lambda: kcodec.convert(batch, magic=1, compression=codec),
+    ]
+    for call in calls:
+        with pytest.raises(UnknownCompressionTypeError) as info:
+            call()
+        assert isinstance(info.value, ValueError)
+        assert info.value.error_code == 76 and repr(codec) in str(info.value)
 
 
 @pytest.mark.parametrize("codec", CODECS)
