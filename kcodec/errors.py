@@ -12,6 +12,8 @@ builder) raises the usual ``TypeError`` or ``ValueError`` instead.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class KcodecError(Exception):
     """Base class of every kcodec data error."""
@@ -34,6 +36,17 @@ class KcodecError(Exception):
         if self.error_name is not None:
             text += f" [Kafka {self.error_name}, code {self.error_code}]"
         return text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled (a process pool handing it back) as its class, message and attributes,
+        # not by calling __init__ again: subclasses take required keyword arguments
+        return _unpickle, (type(self), self.message), self.__dict__
+
+
+def _unpickle(cls: type[KcodecError], message: str) -> KcodecError:
+    error = cls.__new__(cls, message)
+    Exception.__init__(error, message)
+    return error
 
 
 class CorruptRecordError(KcodecError):
