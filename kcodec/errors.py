@@ -7,7 +7,10 @@ proxy or broker emulation can answer with it. ``position`` is the byte position
 in the input where the problem was found, when known.
 
 Misuse of the API (a wrong argument type, a negative timestamp handed to the
-builder) raises the usual ``TypeError`` or ``ValueError`` instead.
+builder) raises the usual ``TypeError`` or ``ValueError`` instead; a codec argument
+Kafka does not define raises :class:`UnknownCompressionTypeError`, which is both a
+``ValueError`` and Kafka's UNSUPPORTED_COMPRESSION_TYPE. Every error pickles whole,
+so a process pool hands a worker's error back as it was raised.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class KcodecError(Exception):
 
 
 def _unpickle(cls: type[KcodecError], message: str) -> KcodecError:
+    """An error of class cls with this message, its attributes still to be restored."""
     error = cls.__new__(cls, message)
     Exception.__init__(error, message)
     return error
