@@ -47,10 +47,9 @@ class KcodecError(Exception):
 
 
 def _unpickle(cls: type[KcodecError], message: str) -> KcodecError:
-    """An error of class cls with this message, its attributes still to be restored."""
-    error = cls.__new__(cls, message)
-    Exception.__init__(error, message)
-    return error
+    """An error of class cls with this message (as its args), its attributes still to be
+    restored."""
+    return cls.__new__(cls, message)
 
 
 class CorruptRecordError(KcodecError):
