@@ -43,6 +43,7 @@ from kcodec._native cimport (KC_ERR_EOF, KC_ERR_HEADER_COUNT, KC_ERR_HEADER_KEY,
 from kcodec.constants import Compression, ControlType, TimestampType
 from kcodec._headers_first import from_headers_first as _from_headers_first
 from kcodec.codecs import decompress_section as _decompress_section
+from kcodec.codecs import decompression_limit
 from kcodec.codecs import get_max_decompressed_size as _get_max_decompressed_size
 from kcodec.plugins import split_section as _split_plugin_section
 from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
@@ -690,8 +691,11 @@ cdef BatchReader _set_up(BatchReader reader, data, bint validate_crc, bint stric
     reader._buf = InputBuffer(data)
     reader._validate_crc = validate_crc
     reader._strict = strict
+    if max_batch_size is not None and max_batch_size < 0:
+        raise ValueError(f"max_batch_size must be 0 or more, not {max_batch_size}")
     reader._max_batch_size = -1 if max_batch_size is None else max_batch_size
-    reader._max_decompressed_size = -1 if max_decompressed_size is None else max_decompressed_size
+    reader._max_decompressed_size = (-1 if max_decompressed_size is None
+                                     else decompression_limit(max_decompressed_size))
     reader._stop = reader._buf.size
     return reader
 

@@ -54,7 +54,7 @@ import zstandard
 from kcodec._column_buffers import COLUMNS
 from kcodec._headers_first import from_headers_first, meta_bounds, meta_prefix
 from kcodec._workers import run_all
-from kcodec.codecs import (decompress_section, get_max_decompressed_size,
+from kcodec.codecs import (decompress_section, decompression_limit,
                            gzip_member_in_one_call, zstd_frame_in_one_call, zstd_stream_reader)
 from kcodec.errors import InvalidRecordError, InvalidTimestampError, KcodecError
 
@@ -1510,8 +1510,7 @@ cdef object _decode(entries, unsigned want, bint strict, offsets, timestamps,
     cdef kc_batch_info ranges   # the offset and timestamp ranges, for every entry
     ranges.offset_lo, ranges.offset_hi = offsets
     ranges.timestamp_lo, ranges.timestamp_hi = timestamps
-    cdef Py_ssize_t limit = min(get_max_decompressed_size() if max_decompressed_size is None
-                                else max_decompressed_size, PY_SSIZE_T_MAX)
+    cdef Py_ssize_t limit = min(decompression_limit(max_decompressed_size), PY_SSIZE_T_MAX)
     run.want, run.strict, run.validate_crc, run.limit = want, strict, validate_crc, limit
     run.frame_codecs = frame_codecs()
     run.ranges, run.sources = ranges, sources

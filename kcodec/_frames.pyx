@@ -357,6 +357,8 @@ cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t
                 return BLOCKS_BAD_CHECKSUM
             after += 4
         budget = limit - _dropped(hook) - length[0]
+        if budget < 0:   # (only a negative limit: the public entry points refuse one)
+            return BLOCKS_OVER_LIMIT
         if word & <uint32_t>0x80000000:  # stored uncompressed
             if size > budget:
                 return BLOCKS_OVER_LIMIT

@@ -61,13 +61,21 @@ LEVEL_RANGES = {Compression.GZIP: (1, 9), Compression.LZ4: (1, 17), Compression.
 def set_max_decompressed_size(size: int) -> None:
     """Set the global maximum size of one decompressed batch."""
     global _max_decompressed_size
-    if size < 0:
-        raise ValueError("the maximum decompressed size must be >= 0")
-    _max_decompressed_size = size
+    _max_decompressed_size = decompression_limit(size)
 
 
 def get_max_decompressed_size() -> int:
     return _max_decompressed_size
+
+
+def decompression_limit(max_size: int | None) -> int:
+    """The bytes a decompression may produce: ``max_size``, or the global limit when it
+    is None; a negative ``max_size`` raises ValueError."""
+    if max_size is None:
+        return _max_decompressed_size
+    if max_size < 0:
+        raise ValueError(f"a decompression limit must be 0 or more, not {max_size}")
+    return max_size
 
 
 def _level(codec: Compression, level: int | None) -> int:
@@ -402,7 +410,7 @@ def decompress_to_scratch(codec: Compression | int | str, data: Any, magic: int 
 def _decompress_bytes(kind: Compression, view: memoryview, magic: int, max_size: int | None,
                       plugin: str | None = None) -> ScratchBuffer:
     """``view`` (a memoryview of bytes) decompressed with a checked codec."""
-    limit = _max_decompressed_size if max_size is None else max_size
+    limit = decompression_limit(max_size)
     sink = ScratchBuffer(min(limit, 4 * len(view) + 1024))
     if kind == _PLUGGABLE:
         plugins.decompress_into(plugin, view, limit, sink)  # type: ignore[arg-type]
@@ -443,7 +451,7 @@ def decompress_prefix(codec: Compression | int | str, data: Any, want: int,
     ``max_size`` as always. Built-in codecs only."""
     kind = _check_codec(codec, magic, None)
     view = memoryview(data).cast("B")
-    limit = _max_decompressed_size if max_size is None else max_size
+    limit = decompression_limit(max_size)
     if kind in (_SNAPPY, _LZ4):
         sink = ScratchBuffer(min(limit, want + (1 << 16)))
         if kind == _SNAPPY:
@@ -488,4 +496,4 @@ def decompress_builtin_into(kind: Compression, view: memoryview, limit: int,
 
 __all__ = ["DEFAULT_MAX_DECOMPRESSED_SIZE", "Compressor", "compress", "compress_to_scratch",
            "compressor", "decompress", "decompress_prefix", "decompress_section",
-           "decompress_to_scratch", "get_max_decompressed_size", "set_max_decompressed_size"]
+           "decompress_to_scratch", "decompression_limit", "get_max_decompressed_size", "set_max_decompressed_size"]

@@ -17,7 +17,13 @@ from hypothesis import strategies as st
 import kcodec
 from kcodec import Compression
 from kcodec import codecs as C
-from kcodec._frames import gzip_member_into, zstd_frame_into, zstd_frame_most, zstd_whole_frames
+from kcodec._frames import (
+    gzip_member_into,
+    lz4_frame_into,
+    zstd_frame_into,
+    zstd_frame_most,
+    zstd_whole_frames,
+)
 from kcodec._libz import available as libz_available
 from kcodec._libzstd import available as libzstd_available
 from kcodec._scratch import ScratchBuffer
@@ -501,6 +507,29 @@ def test_global_limit() -> None:
     finally:
         C.set_max_decompressed_size(before)
     assert C.decompress("zstd", packed) == bytes(100_000)
+
+
+def test_a_negative_limit_is_refused() -> None:
+    """Every call that takes a decompression limit refuses a negative one, as the global
+    setter does (and read_batches a negative max_batch_size); beneath them, the LZ4 frame
+    decoder takes one as no room at all."""
+    packed = C.compress("lz4", bytes(3_000_000))
+    builder = kcodec.BatchBuilder(compression="lz4")
+    builder.append(bytes(3_000_000), key=b"k")   # a frame small enough to be queued
+    batch = builder.build()
+    calls: list[Callable[[], object]] = [
+        lambda: C.decompress("lz4", packed, max_size=-1),
+        lambda: C.decompress_prefix("lz4", packed, 10, max_size=-1),
+        lambda: C.set_max_decompressed_size(-1),
+        lambda: kcodec.read_batches(batch, max_decompressed_size=-1),
+        lambda: kcodec.decode_columns(batch, max_decompressed_size=-1),
+        lambda: next(kcodec.iter_columns(batch, max_decompressed_size=-1)),
+        lambda: kcodec.read_batches(batch, max_batch_size=-1)]
+    for call in calls:
+        with pytest.raises(ValueError, match="0 or more"):
+            call()
+    with pytest.raises(DecompressionLimitError):
+        lz4_frame_into(packed, 2, -1, ScratchBuffer())
 
 
 BOMB_SCRIPT = """
