@@ -587,9 +587,9 @@ cdef class BatchReader:
     cdef Py_ssize_t _max_batch_size
     cdef Py_ssize_t _max_decompressed_size
     cdef bint _allow_magic3
-    cdef bint _plain_runs   # stretches of plain legacy messages as LegacyRun objects
-    cdef Py_ssize_t _run_records   # and of v2 batches as BatchRun objects of at most
-                                   # this many records (0: none)
+    cdef Py_ssize_t _run_records   # stretches of plain legacy messages as LegacyRun
+                                   # objects, and of v2 batches as BatchRun objects, of at
+                                   # most this many records (0: none)
     cdef unsigned _frame_codecs    # (and small ones of these codecs, see BatchRun)
     cdef Py_ssize_t _stop   # no batch starting here or later is read
     cdef readonly Py_ssize_t trailing_bytes
@@ -638,8 +638,9 @@ cdef class BatchReader:
                 self._pos += batches.size
                 self.trailing_bytes = self._buf.size - self._pos
                 return batches
-        if magic < 2 and self._plain_runs:
-            run = frame_plain_run(self._buf, position, self._max_batch_size, self._stop)
+        if magic < 2 and self._run_records:
+            run = frame_plain_run(self._buf, position, self._max_batch_size, self._stop,
+                                  self._run_records)
             if run is not None:
                 self._pos += run.size
                 self.trailing_bytes = self._buf.size - self._pos
@@ -704,12 +705,12 @@ def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=N
                              bint allow_magic3=False, Py_ssize_t run_records=1024,
                              Py_ssize_t start=0, stop=None):
     """read_batches without CRC checks (the columnar decoder checks them), but with each
-    stretch of plain legacy messages as one LegacyRun (up to 1024 messages, parsed into an
-    array) instead of a LegacyBatch each, and each stretch of plain (or small compressed) v2
-    batches as one BatchRun (up to ``run_records`` records; 0: none): framing them costs
-    no Python object a message or a batch. Framing starts at byte ``start`` (where an
-    entry must start) and reads no entry that starts at ``stop`` or later: ``valid_bytes``
-    is then where the entries read end (``stop`` or past it; before it only where the input
+    stretch of plain legacy messages as one LegacyRun (parsed into an array) instead of a
+    LegacyBatch each, and each stretch of plain (or small compressed) v2 batches as one
+    BatchRun, of up to ``run_records`` records (0: no runs): framing them costs no Python
+    object a message or a batch. Framing starts at byte ``start`` (where an entry must
+    start) and reads no entry that starts at ``stop`` or later: ``valid_bytes`` is then
+    where the entries read end (``stop`` or past it; before it only where the input
     ended)."""
     cdef BatchReader reader = _set_up(EntryReader.__new__(EntryReader), data, False, strict,
                                       None, max_decompressed_size, allow_magic3)
@@ -718,7 +719,6 @@ def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=N
     reader._pos = start
     if stop is not None:
         reader._stop = stop
-    reader._plain_runs = True
     reader._run_records = max(run_records, 0)
     reader._frame_codecs = frame_codecs() if run_records > 0 else 0
     return reader

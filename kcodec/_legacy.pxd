@@ -45,7 +45,7 @@ cdef class LegacyRun:
 
 
 cdef LegacyRun frame_plain_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_entry_size,
-                               Py_ssize_t stop)
+                               Py_ssize_t stop, Py_ssize_t max_messages)
 cdef int raise_crc_mismatch(const LegacyMessage *m) except -1
 cdef object make_legacy_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t size,
                               Py_ssize_t max_decompressed_size, bint validate_crc)

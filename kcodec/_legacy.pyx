@@ -496,10 +496,6 @@ cdef object make_legacy_batch(InputBuffer buf, Py_ssize_t position, Py_ssize_t s
     return b
 
 
-cdef enum:
-    RUN_MESSAGES = 1024   # at most in one LegacyRun framed from the input
-
-
 @cython.final
 @cython.no_gc   # holds buffers and entries, which hold no runs
 cdef class LegacyRun:
@@ -567,8 +563,8 @@ cdef class LegacyRun:
 
 
 cdef LegacyRun frame_plain_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t max_entry_size,
-                               Py_ssize_t stop):
-    """The plain legacy messages from ``position`` on (at most RUN_MESSAGES, and none
+                               Py_ssize_t stop, Py_ssize_t max_messages):
+    """The plain legacy messages from ``position`` on (at most ``max_messages``, and none
     starting at ``stop`` or later), framed and parsed as read_batches frames and parses a
     LegacyBatch; None when the entry there is no such message (a batch, a wrapper, or an
     entry read_batches stops at or rejects, left for it to read)."""
@@ -579,7 +575,7 @@ cdef LegacyRun frame_plain_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t 
     cdef LegacyMessage m
     cdef bint no_memory = False
     with nogil:
-        while run.n < RUN_MESSAGES and pos < stop:
+        while run.n < max_messages and pos < stop:
             p = buf.data + pos
             remaining = buf.size - pos
             if remaining < LOG_OVERHEAD:

@@ -5,8 +5,8 @@ Python attributes cost more than decoding the records."""
 from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t
 
 from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of, outside_ranges
-from kcodec._layout cimport ATTR_CONTROL, ATTR_TRANSACTIONAL
-from kcodec._legacy cimport LegacyRun
+from kcodec._layout cimport ATTR_CODEC, ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL
+from kcodec._legacy cimport LegacyMessage, LegacyRun, shallow_message
 
 from kcodec._legacy import LegacyBatch
 from kcodec.constants import ControlType
@@ -30,6 +30,23 @@ cdef bint _any_in_range(BatchRun run, int64_t lo, int64_t hi, int64_t earliest,
     return found
 
 
+cdef bint _legacy_outside(object entry, int64_t lo, int64_t hi, int64_t earliest) except -1:
+    """Whether all of a legacy entry's (a LegacyBatch) records are outside the ranges, as
+    far as its own fields tell. A message's offset and timestamp are its record's. A
+    compressed wrapper's records end at its offset only in magic 1 and not at offset 0
+    (old producers' wrappers, whose inner offsets stand as they are, as magic 0's always
+    do), and are no later than its timestamp only where they take it (log append time);
+    otherwise its records are filtered one by one as they are decoded."""
+    cdef const LegacyMessage *m = shallow_message(entry)
+    if not m.attributes & ATTR_CODEC:
+        return (m.offset < lo or (m.offset >= hi and hi != INT64_MAX)
+                or m.timestamp < earliest)
+    if m.magic != 1:
+        return False
+    return ((m.offset != 0 and m.offset < lo)
+            or (m.attributes & ATTR_LOG_APPEND_TIME != 0 and m.timestamp < earliest))
+
+
 def select_entries(entries, bint include_control, aborted_transactions, int64_t lo,
                    int64_t hi, int64_t earliest, bint validate_crc):
     """Yield the entries a consumer reads from, as ``select_batches`` documents: records
@@ -42,27 +59,31 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
     cdef bint bounded = lo > INT64_MIN or hi < INT64_MAX or earliest > INT64_MIN
     cdef RecordBatch batch
     cdef int64_t last
+    cdef bint outside
     for entry in entries:
         if type(entry) is RecordBatch:
             batch = <RecordBatch>entry
             last = last_offset_of(batch)
-            if outside_ranges(batch.base_offset, last, batch.max_timestamp, batch.attributes,
-                              lo, hi, earliest):
+            outside = outside_ranges(batch.base_offset, last, batch.max_timestamp,
+                                     batch.attributes, lo, hi, earliest)
+            # a marker outside the ranges still ends its producer's transaction: the
+            # ranges select records, not which transactions were aborted
+            if outside and not (read_committed and batch.attributes & ATTR_CONTROL):
                 continue
             while next_pending < len(pending) and pending[next_pending][1] <= last:
                 aborted_producers.add(pending[next_pending][0])
                 next_pending += 1
             # a consumer receives control and aborted batches, and checks them too
             if batch.attributes & ATTR_CONTROL:
-                if validate_crc:   # (one short record: checked again if decoded)
-                    batch.ensure_valid()
                 ends_aborted = read_committed and batch.producer_id in aborted_producers
-                if include_control or ends_aborted:
+                if validate_crc and (ends_aborted or not outside):
+                    batch.ensure_valid()   # (one short record: checked again if decoded)
+                if (include_control and not outside) or ends_aborted:
                     markers = batch.records()   # checked as the row reader checks them
                     if ends_aborted and any(r.control_type is ControlType.ABORT
                                             for r in markers):
                         aborted_producers.discard(batch.producer_id)
-                if not include_control:
+                if outside or not include_control:
                     continue
             elif (read_committed and batch.attributes & ATTR_TRANSACTIONAL
                   and batch.producer_id in aborted_producers):
@@ -84,12 +105,7 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
         elif type(entry) is LegacyRun:
             yield entry
         elif type(entry) is LegacyBatch:
-            # a message's offset is its own; a wrapper's records end at its offset but may
-            # start anywhere before it, so only its records are filtered. max_timestamp: a
-            # wrapper's is its records' latest (magic 0: -1)
-            if bounded and (entry.last_offset < lo or entry.max_timestamp < earliest
-                            or (entry.last_offset >= hi and hi != INT64_MAX
-                                and not entry.is_compressed)):
+            if bounded and _legacy_outside(entry, lo, hi, earliest):
                 continue
             yield entry
         else:

@@ -145,4 +145,7 @@ def record_batch(chunk: dict[str, Any], names: Sequence[str], topic: str | None,
         else:
             column = _fixed(pa, getattr(pa, _BATCH_TYPES[name])(), chunk[name])
         arrays.append(column)
+    if not arrays:   # no columns asked for: the records still count
+        return pa.RecordBatch.from_struct_array(pa.StructArray.from_buffers(pa.struct([]), n,
+                                                                            [None]))
     return pa.RecordBatch.from_arrays(arrays, names=list(names))

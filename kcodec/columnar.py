@@ -19,6 +19,7 @@ compression, producer_id, producer_epoch, sequence, is_transactional, is_control
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
@@ -147,9 +148,22 @@ def select_batches(entries: Iterable[Framed], *, include_control: bool = False,
     its batches are outside the ranges. Anything else but what ``read_batches`` yields
     raises TypeError.
     """
-    lo, hi = max(offsets[0], INT64_MIN), min(offsets[1], INT64_MAX)
+    lo, hi = int64_range(offsets)
     return select_entries(entries, include_control, aborted_transactions, lo, hi,
-                          max(timestamps[0], INT64_MIN), validate_crc)
+                          int64_range(timestamps)[0], validate_crc)
+
+
+def int64_range(span: tuple[int, int] | None) -> tuple[int, int]:
+    """An ``offsets`` or ``timestamps`` option ([lo, hi), None for all) as the int64
+    bounds the decoder takes: a ``hi`` of 2**63 - 1 or more leaves nothing out, a ``lo``
+    below -2**63 nothing either, and a range no int64 lies in is (2**63 - 1, -2**63),
+    which holds no record."""
+    if span is None:
+        return INT64_MIN, INT64_MAX
+    lo, hi = operator.index(span[0]), operator.index(span[1])
+    if lo > INT64_MAX or (hi < INT64_MAX and (lo >= hi or hi <= INT64_MIN)):
+        return INT64_MAX, INT64_MIN
+    return max(lo, INT64_MIN), min(hi, INT64_MAX)
 
 
 def _decode_groups(groups: Sequence[Sequence[Framed]], want: int, threads: int,
@@ -177,8 +191,8 @@ def _prepare(data: Any, columns: Iterable[str] | None, include_headers: bool,
     column names, their groups and the options of decode_chunk."""
     names = column_names(columns, include_headers, metadata)
     want = _want(names)
-    offsets = offsets or (INT64_MIN, INT64_MAX)
-    timestamps = timestamps or (INT64_MIN, INT64_MAX)
+    offsets = int64_range(offsets)
+    timestamps = int64_range(timestamps)
     options: dict[str, Any] = {"strict": strict, "offsets": offsets, "timestamps": timestamps,
                                "max_decompressed_size": max_decompressed_size,
                                "validate_crc": validate_crc}

@@ -110,19 +110,27 @@ def batch_of_values(base: int, values: list[bytes]) -> bytes:
     return builder.build()
 
 
+def transactional_batch(pid: int, base: int, *values: bytes, timestamp: int = TS) -> bytes:
+    """A transactional batch of producer ``pid`` (epoch 0) holding ``values``."""
+    b = kcodec.BatchBuilder(base_offset=base, producer_id=pid, producer_epoch=0,
+                            base_sequence=0, is_transactional=True)
+    for value in values:
+        b.append(value, timestamp=timestamp)
+    return b.build()
+
+
+def txn_marker(kind: ControlType, pid: int, offset: int, timestamp: int = TS) -> bytes:
+    """The COMMIT or ABORT marker of producer ``pid``'s transaction, at ``offset``."""
+    return kcodec.BatchBuilder.end_txn_marker(kind, producer_id=pid, producer_epoch=0,
+                                              coordinator_epoch=0, base_offset=offset,
+                                              timestamp=timestamp)
+
+
 def transactional_log() -> bytes:
     """pid 1 commits offsets 0-1, pid 2 aborts 2-3, plain data at 6."""
-    def data(pid: int, base: int) -> bytes:
-        b = kcodec.BatchBuilder(base_offset=base, producer_id=pid, producer_epoch=0,
-                                base_sequence=0, is_transactional=True)
-        b.append(b"p%d-a" % pid, timestamp=TS)
-        b.append(b"p%d-b" % pid, timestamp=TS)
-        return b.build()
-    def marker(kind: ControlType, pid: int, offset: int) -> bytes:
-        return kcodec.BatchBuilder.end_txn_marker(kind, producer_id=pid, producer_epoch=0,
-                                                  coordinator_epoch=0, base_offset=offset,
-                                                  timestamp=TS)
     plain = kcodec.BatchBuilder(base_offset=6)
     plain.append(b"plain", timestamp=TS)
-    return (data(1, 0) + data(2, 2) + marker(ControlType.COMMIT, 1, 4)
-            + marker(ControlType.ABORT, 2, 5) + plain.build())
+    return (transactional_batch(1, 0, b"p1-a", b"p1-b")
+            + transactional_batch(2, 2, b"p2-a", b"p2-b")
+            + txn_marker(ControlType.COMMIT, 1, 4) + txn_marker(ControlType.ABORT, 2, 5)
+            + plain.build())

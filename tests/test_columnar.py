@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kcodec
+from kcodec import ControlType
 from kcodec.errors import CompressionError, DecompressionLimitError, InvalidRecordError, KcodecError
 
 from .columnar_rows import (
@@ -23,7 +24,9 @@ from .columnar_rows import (
     column_rows,
     mixed_log,
     rows,
+    transactional_batch,
     transactional_log,
+    txn_marker,
     views,
 )
 from .conftest import VECTORS, real_segments
@@ -193,6 +196,7 @@ def test_select_batches_as_a_consumer_reads() -> None:
     assert picked(aborted_transactions=[(2, 2)], include_control=True) == [0, 4, 5, 6]
     assert picked(offsets=(2, 2**64)) == [2, 6]
     assert picked(offsets=(-(2**70), 2)) == [0]
+    assert picked(offsets=(2**64, 2**65)) == picked(timestamps=(2**64, 2**65)) == []
     assert picked(timestamps=(TS + 1, 2**64)) == []
     with pytest.raises(TypeError, match="read_batches"):
         list(kcodec.columnar.select_batches([b"not a batch"]))  # type: ignore[list-item]
@@ -239,6 +243,115 @@ def test_batches_left_out_are_checked_as_a_consumer_checks_them() -> None:
         kcodec.decode_columns(bytes(bad_marker), include_control=True)
     assert str(caught.value) == str(ordinary.value)
     assert kcodec.decode_columns(bytes(bad_marker))["count"] == 5
+
+
+def transactions_log(steps: list[tuple[str, int]]) -> tuple[bytes, list[tuple[int, int]]]:
+    """A log of producers' transactional and plain batches, by ``steps`` of (what, pid):
+    "data" opens or continues pid's transaction, "plain" is a plain batch, "commit" and
+    "abort" end pid's open transaction (else do nothing); and the (pid, first offset) of
+    each aborted transaction, as a fetch response lists them. Timestamps follow offsets."""
+    log, aborted, offset = b"", [], 0
+    first_of: dict[int, int] = {}   # the open transactions' first offsets
+    for what, pid in steps:
+        if what in ("commit", "abort"):
+            if pid not in first_of:
+                continue
+            kind = ControlType.COMMIT if what == "commit" else ControlType.ABORT
+            log += txn_marker(kind, pid, offset, timestamp=TS + offset)
+            if what == "abort":
+                aborted.append((pid, first_of[pid]))
+            del first_of[pid]
+            offset += 1
+        elif what == "data":
+            first_of.setdefault(pid, offset)
+            log += transactional_batch(pid, offset, b"%d-%d" % (pid, offset),
+                                       b"%d-%d'" % (pid, offset), timestamp=TS + offset)
+            offset += 2
+        else:
+            plain = kcodec.BatchBuilder(base_offset=offset)
+            plain.append(b"plain-%d" % offset, timestamp=TS + offset)
+            log += plain.build()
+            offset += 1
+    return log, aborted
+
+
+def read_committed_rows(log: bytes, aborted: list[tuple[int, int]], offsets: tuple[int, int],
+                        earliest: int) -> list[tuple[Any, ...]]:
+    """The records a read_committed consumer of the whole log receives, as Java's fetcher
+    picks them, then within the ranges."""
+    pending, aborting, out = sorted(aborted, key=lambda t: t[1]), set(), []
+    for batch in kcodec.read_batches(log):
+        while pending and pending[0][1] <= batch.last_offset:
+            aborting.add(pending.pop(0)[0])
+        if batch.is_control:
+            if any(r.control_type is ControlType.ABORT for r in batch):
+                aborting.discard(batch.producer_id)
+            continue
+        if batch.is_transactional and batch.producer_id in aborting:
+            continue
+        out += [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in batch
+                if offsets[0] <= r.offset < offsets[1] and r.timestamp >= earliest]
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["data", "data", "plain", "commit", "abort"]),
+                          st.integers(1, 2)), min_size=1, max_size=12),
+       st.integers(0, 24), st.integers(0, 40), st.integers(0, 24), st.sampled_from([1, 2]))
+def test_read_committed_within_ranges(steps: list[tuple[str, int]], lo: int, length: int,
+                                      from_offset: int, threads: int) -> None:
+    """Transactions of several producers, committed, aborted and left open, read committed
+    within offset and timestamp ranges, as Java's consumer reads the whole log."""
+    log, aborted = transactions_log(steps)
+    offsets, timestamps = (lo, lo + length), (TS + from_offset, 2**63)
+    expected = read_committed_rows(log, aborted, offsets, TS + from_offset)
+    options: dict[str, Any] = {"aborted_transactions": aborted, "offsets": offsets,
+                               "timestamps": timestamps, "include_headers": True,
+                               "threads": threads}
+    assert column_rows(kcodec.decode_columns(log, **options)) == expected
+    assert chunked_rows(kcodec.iter_columns(log, chunk_records=2, **options)) == expected
+    assert arrow_rows(kcodec.decode_arrow(log, **options)) == expected
+
+
+def test_an_abort_marker_outside_the_ranges_still_ends_its_transaction() -> None:
+    """Ranges select records, not which transactions were aborted: pid 2 aborts offsets 2-3
+    (its marker at 5) and then commits offset 7, which ranges starting past the marker
+    keep, as a read_committed consumer of the whole log reads it. The marker is read, so
+    its CRC is checked; a marker of a producer not aborted is not read at all."""
+    log = (transactional_log() + transactional_batch(2, 7, b"p2-late", timestamp=TS + 10)
+           + txn_marker(ControlType.COMMIT, 2, 8, timestamp=TS + 10))
+    aborted = [(2, 2)]
+
+    def values_of(**options: Any) -> list[list[bytes]]:
+        found = []
+        for threads in (1, 2):
+            found.append(column_rows(kcodec.decode_columns(
+                log, aborted_transactions=aborted, threads=threads, include_headers=True,
+                **options)))
+            found.append(arrow_rows(kcodec.decode_arrow(
+                log, aborted_transactions=aborted, threads=threads, include_headers=True,
+                **options)))
+            found.append(chunked_rows(kcodec.iter_columns(
+                log, aborted_transactions=aborted, threads=threads, chunk_records=1,
+                include_headers=True, **options)))
+        return [[row[3] for row in rows_found] for rows_found in found]
+    assert values_of() == [[b"p1-a", b"p1-b", b"plain", b"p2-late"]] * 6
+    assert values_of(offsets=(6, 2**63)) == [[b"plain", b"p2-late"]] * 6
+    assert values_of(timestamps=(TS + 1, 2**63)) == [[b"p2-late"]] * 6
+    assert [b.base_offset for b in kcodec.columnar.select_batches(
+        kcodec.read_batches(log), aborted_transactions=aborted, offsets=(7, 2**63))] == [7]
+    position = {b.base_offset: b.position for b in kcodec.read_batches(log)}
+    for base in (4, 5):   # the COMMIT marker of pid 1, the ABORT marker of pid 2
+        damaged = bytearray(log)
+        damaged[position[base] + 40] ^= 1   # its max timestamp, under its CRC
+        if base == 5:
+            with pytest.raises(kcodec.errors.ChecksumError) as caught:
+                kcodec.decode_columns(bytes(damaged), aborted_transactions=aborted,
+                                      offsets=(7, 2**63))
+            assert caught.value.position == position[5]
+        else:
+            assert kcodec.decode_columns(bytes(damaged), aborted_transactions=aborted,
+                                         offsets=(7, 2**63))["count"] == 1
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
@@ -315,6 +428,14 @@ def test_ranges_and_projection(codec: str) -> None:
     assert table.column("value").to_pylist() == [b"v%d" % i * (i % 7) for i in range(100)]
     with pytest.raises(ValueError):
         kcodec.decode_columns(data, columns=["nope"])
+    # no columns: the records are counted all the same
+    assert kcodec.decode_columns(data, columns=[])["count"] == 100
+    assert kcodec.decode_arrow(data, columns=[]).num_rows == 100
+    assert sum(len(b) for b in kcodec.iter_arrow(data, columns=[], chunk_records=30)) == 100
+    # ranges no int64 lies in, past either end
+    for beyond in [(2**64, 2**65), (-(2**70), -(2**65))]:
+        assert kcodec.decode_columns(data, offsets=beyond)["count"] == 0
+        assert kcodec.decode_arrow(data, timestamps=beyond).num_rows == 0
 
 
 @pytest.mark.parametrize("magic,codec", [(0, "none"), (0, "gzip"), (0, "lz4"), (1, "none"),
@@ -334,6 +455,35 @@ def test_legacy_ranges(magic: int, codec: str) -> None:
         cols = kcodec.decode_columns(data, timestamps=(TS + 3, TS + 100))
         assert cols["offset"].tolist() == [8, 9]
         assert kcodec.decode_columns(data, timestamps=(TS + 5, TS + 100))["count"] == 0
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_legacy_wrappers_as_producers_write_them(magic: int) -> None:
+    """Wrappers as kafka-python's producer writes them, of offset 0 with inner offsets from
+    0 (and, in magic 1, timestamp 0 over CreateTime records), say nothing of where their
+    records lie: ranges filter those one by one, as read_batches yields them."""
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+    builder = LegacyRecordBatchBuilder(magic, 1, 1 << 20)   # gzip
+    for i in range(5):
+        builder.append(i, TS + i, b"k%d" % i, b"v%d" % i)
+    data = bytes(builder.build())
+    (wrapper,) = kcodec.read_batches(data)
+    assert wrapper.last_offset == 0 and wrapper.max_timestamp < TS
+    everything = rows(data)
+    assert [row[0] for row in everything] == list(range(5))
+    for offsets, earliest in [((1, 3), None), ((3, 2**63), None), (None, TS + 3)]:
+        if earliest is not None and magic == 0:
+            continue   # (magic 0 has no timestamps)
+        timestamps = None if earliest is None else (earliest, 2**63)
+        expected = [row for row in everything
+                    if (offsets is None or offsets[0] <= row[0] < offsets[1])
+                    and (earliest is None or row[1] >= earliest)]
+        assert 0 < len(expected) < 5
+        got = kcodec.decode_columns(data, offsets=offsets, timestamps=timestamps,
+                                    include_headers=True)
+        assert column_rows(got) == expected
+        assert arrow_rows(kcodec.decode_arrow(data, offsets=offsets, timestamps=timestamps,
+                                              include_headers=True)) == expected
 
 
 def _legacy_wrapper(inner: bytes, last_offset: int, value: bytes | None = None) -> bytes:
@@ -509,6 +659,29 @@ def test_long_stretches_of_plain_legacy_messages() -> None:
     chunks = list(kcodec.iter_arrow(log, chunk_records=1000, include_headers=True))
     assert len(chunks) == 3   # runs are split among chunks whole, as batches are
     assert sum((arrow_rows(c) for c in chunks), []) == expected
+
+
+def test_plain_legacy_messages_are_chunked_as_asked() -> None:
+    """chunk_records holds for plain legacy messages as for batches, and the chunks before
+    a damaged message arrive before its error, as read_batches yields the messages before
+    it."""
+    builder = kcodec.BatchBuilder(magic=1)
+    for i in range(50):
+        builder.append(b"value %d" % i, key=b"k%d" % i, timestamp=TS + i)
+    data = builder.build()
+    assert [c["count"] for c in kcodec.iter_columns(data, chunk_records=10)] == [10] * 5
+    assert [len(c) for c in kcodec.iter_arrow(data, chunk_records=10)] == [10] * 5
+    # threads framing stretches of the input each end a chunk where a stretch ends
+    sizes = [c["count"] for c in kcodec.iter_columns(data, chunk_records=10, threads=2)]
+    assert sum(sizes) == 50 and max(sizes) == 10
+    entries = list(kcodec.read_batches(data))
+    damaged = bytearray(data)
+    damaged[entries[37].position + entries[37].size - 1] ^= 1
+    offsets: list[int] = []
+    with pytest.raises(kcodec.errors.ChecksumError) as caught:
+        for chunk in kcodec.iter_columns(bytes(damaged), chunk_records=10):
+            offsets += chunk["offset"].tolist()
+    assert offsets == list(range(30)) and caught.value.position == entries[37].position
 
 
 @pytest.mark.parametrize("magic", [0, 1])
