@@ -70,39 +70,50 @@ def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, 
     else:
         topic = TopicConfig.from_properties(config) if config else _DEFAULT_TOPIC
     now_ms = int(time.time() * 1000) if now is None else now
-    entries = list(read_batches(data, validate_crc=True))
-    for entry in entries:
+    framed = list(read_batches(data, validate_crc=False))
+    for entry in framed:
         if entry.compression_id == Compression.PLUGGABLE:
             raise UnsupportedCompressionTypeError(
                 "Kafka brokers do not accept pluggable compression (codec id 5)",
                 position=entry.position)
     if produce_version is not None and produce_version >= 3:
-        _check_produce_request(entries, produce_version)
-    for entry in entries:
+        _check_produce_request(framed, produce_version)
+    for entry in framed:
         _check_entry(entry, topic, from_client)
-    if not entries:
+    if not framed:
         return ValidationResult(b"", next_offset, next_offset - 1, -1, -1, False, 0)
-    first = entries[0]
-    if any(e.magic != first.magic for e in entries):
-        raise InvalidRecordError("All records in a produce request must have the same magic")
+    # read again with every CRC checked as the records are: a legacy wrapper's inner ones too
+    entries = list(read_batches(data))
     source = Compression.NONE
     for entry in entries:
         if entry.compression_id != Compression.NONE:
             source = entry.compression
-    if (first.magic >= 2 or source != Compression.NONE) and len(entries) > 1:
-        raise InvalidRecordError("Compressed outer record has more than one batch")
     target = topic.target_codec(source)
     if target == Compression.ZSTD and topic.magic < 2:
         raise UnsupportedCompressionTypeError("zstd needs message format v2 (KIP-110)")
+    first = entries[0]
+    if (first.magic >= 2 or source != Compression.NONE) and len(entries) > 1:
+        raise InvalidRecordError("Compressed outer record has more than one batch")
+    records: list[Record] = []
     for entry in entries:
-        _check_batch(entry, topic, from_client)
-    records = [r for entry in entries for r in entry]
-    _check_records(first, records, topic, now_ms)
+        _check_batch(first, entry, topic, from_client)
+        batch_records = list(entry)
+        _check_records(entry, batch_records, topic, now_ms)
+        records += batch_records
 
-    in_place = (source == target and first.magic == topic.magic and topic.magic != 0
-                and (source == Compression.NONE or _offsets_are_sequential(first, records)))
+    if source == Compression.NONE and target == Compression.NONE:
+        # LogValidator.assignOffsetsNonCompressed, or convertAndAssignOffsetsNonCompressed
+        in_place = all(entry.magic == topic.magic for entry in entries)
+    else:   # validateMessagesAndAssignOffsetsCompressed
+        in_place = source == target and first.magic == topic.magic and topic.magic != 0
+        if source == Compression.NONE and first.is_control:
+            in_place = True   # control records are not compressed unless written so
+        if first.magic > 0 and topic.magic > 0 and any(r.offset != i
+                                                       for i, r in enumerate(records)):
+            in_place = False   # inner offsets not 0, 1, 2...: rebuilt, as for old clients
     if in_place:
-        out = _patch_in_place(entries, records, next_offset, topic, now_ms, partition_leader_epoch)
+        out = _patch_in_place(entries, records, next_offset, topic, now_ms,
+                              partition_leader_epoch, compressed=source != Compression.NONE)
     else:
         out = _rebuild(first, records, next_offset, topic, target, now_ms, partition_leader_epoch)
     return _result(out, not in_place, topic)
@@ -126,7 +137,7 @@ def _check_produce_request(entries: Sequence[Entry], version: int) -> None:
 
 
 def _check_entry(entry: Entry, topic: TopicConfig, from_client: bool) -> None:
-    """UnifiedLog.analyzeAndValidateRecords: base offset, size (the CRC was checked when read)."""
+    """UnifiedLog.analyzeAndValidateRecords: base offset, size, then CRC."""
     if from_client and isinstance(entry, RecordBatch) and entry.base_offset != 0:
         raise InvalidRecordError(f"The baseOffset of the record batch in the append to a "
                                  f"partition should be 0, but it is {entry.base_offset}",
@@ -135,13 +146,15 @@ def _check_entry(entry: Entry, topic: TopicConfig, from_client: bool) -> None:
         raise RecordTooLargeError(f"The record batch size in the append is {entry.size} bytes "
                                   f"which exceeds the maximum configured value of "
                                   f"{topic.max_message_bytes}.", position=entry.position)
+    entry.ensure_valid()
 
 
-def _check_batch(entry: Entry, topic: TopicConfig, from_client: bool) -> None:
+def _check_batch(first: Entry, entry: Entry, topic: TopicConfig, from_client: bool) -> None:
     """LogValidator.validateBatch."""
-    if not isinstance(entry, RecordBatch):
-        return
-    if from_client:
+    if entry.magic != first.magic:
+        raise InvalidRecordError(f"Batch magic {entry.magic} is not the same as the first "
+                                 f"batch's magic byte {first.magic}", position=entry.position)
+    if from_client and isinstance(entry, RecordBatch):
         count, delta = entry.record_count, entry.last_offset_delta
         if delta + 1 <= 0:
             raise InvalidRecordError(f"Batch has an invalid offset range: [{entry.base_offset}, "
@@ -152,6 +165,7 @@ def _check_batch(entry: Entry, topic: TopicConfig, from_client: bool) -> None:
             raise InvalidRecordError(f"Inconsistent batch offset range [{entry.base_offset}, "
                                      f"{entry.last_offset}] and count of records {count}",
                                      position=entry.position)
+    if from_client:
         if entry.is_control:
             raise InvalidRecordError("Clients are not allowed to write control records",
                                      position=entry.position)
@@ -169,59 +183,78 @@ def _check_batch(entry: Entry, topic: TopicConfig, from_client: bool) -> None:
             position=entry.position)
 
 
-def _check_records(first: Entry, records: Sequence[Record], topic: TopicConfig,
+def _check_records(entry: Entry, records: Sequence[Record], topic: TopicConfig,
                    now: int) -> None:
-    """LogValidator.validateRecord: keys of compacted topics, then timestamps."""
-    batch_log_append = first.timestamp_type == TimestampType.LOG_APPEND_TIME
+    """LogValidator.validateRecord over one batch's records: a record's key (compacted
+    topics) before its timestamp; every record is checked, and the batch fails with
+    INVALID_TIMESTAMP if any timestamp failed, else with the first record's error."""
+    log_append_batch = entry.timestamp_type == TimestampType.LOG_APPEND_TIME
+    first_error: InvalidRecordError | None = None
     for index, record in enumerate(records):
         if topic.compact and record.key is None:
-            raise InvalidRecordError(f"Compacted topic cannot accept message without key in "
-                                     f"topic partition (record {index})")
-        if topic.timestamp_type == TimestampType.CREATE_TIME and record.timestamp != -1:
+            first_error = first_error or InvalidRecordError(
+                f"Compacted topic cannot accept message without key in topic partition "
+                f"(record {index})", position=entry.position)
+        elif topic.timestamp_type == TimestampType.CREATE_TIME and record.timestamp != -1:
             if (now - record.timestamp > topic.timestamp_before_max_ms
                     or record.timestamp - now > topic.timestamp_after_max_ms):
                 raise InvalidTimestampError(
                     f"Timestamp {record.timestamp} of message with offset {record.offset} is "
-                    f"out of range (record {index})")
-        elif batch_log_append:
+                    f"out of range (record {index})", position=entry.position)
+        elif log_append_batch:
             raise InvalidTimestampError(f"Invalid timestamp type in message (record {index}). "
-                                        "Producer should not set timestamp type to LogAppendTime.")
+                                        "Producer should not set timestamp type to LogAppendTime.",
+                                        position=entry.position)
+    if first_error is not None:
+        raise first_error
 
 
-def _offsets_are_sequential(first: Entry, records: Sequence[Record]) -> bool:
-    """Whether a compressed batch's inner offsets are 0, 1, 2... (else Kafka rebuilds it)."""
-    base = records[0].offset if isinstance(first, LegacyBatch) else first.base_offset
-    return all(r.offset == base + i for i, r in enumerate(records))
+def _set_max_timestamp(raw: bytearray, legacy: bool, attributes: int, timestamp: int) -> None:
+    """RecordBatch.setMaxTimestamp on an entry's bytes (a magic-1 message's, else a v2
+    batch's): the attributes and the timestamp field, rewritten only where the timestamp
+    type or the timestamp changes, as Kafka leaves the bytes alone otherwise."""
+    at = 18 if legacy else 35
+    old_attributes = raw[17] if legacy else int.from_bytes(raw[21:23], "big")
+    old_timestamp = int.from_bytes(raw[at:at + 8], "big", signed=True)
+    if (old_attributes & 0x08) == (attributes & 0x08) and old_timestamp == timestamp:
+        return
+    if legacy:
+        raw[17] = attributes
+    else:
+        raw[21:23] = attributes.to_bytes(2, "big")
+    raw[at:at + 8] = timestamp.to_bytes(8, "big", signed=True)
 
 
 def _patch_in_place(entries: Sequence[Entry], records: Sequence[Record], next_offset: int,
-                    topic: TopicConfig, now: int, leader_epoch: int) -> bytes:
-    """Keep the client's bytes; set offsets, leader epoch, timestamp type, max timestamp, CRC."""
+                    topic: TopicConfig, now: int, leader_epoch: int, compressed: bool) -> bytes:
+    """Keep the client's bytes; set offsets, leader epoch and (magic 1 and 2) the timestamp
+    type and max timestamp, as LogValidator's in-place paths do, then the CRC."""
     log_append = topic.timestamp_type == TimestampType.LOG_APPEND_TIME
+    type_bit = 0x08 if log_append else 0
     out = bytearray()
     offset = next_offset
     for entry in entries:
         raw = bytearray(entry.buffer)
+        count = len(records) if compressed else (
+            entry.record_count if isinstance(entry, RecordBatch) else 1)
+        own = records if compressed else records[offset - next_offset:offset - next_offset + count]
+        offset += count
+        max_ts = now if log_append else max((r.timestamp for r in own), default=-1)
         if isinstance(entry, RecordBatch):
-            raw[0:8] = next_offset.to_bytes(8, "big", signed=True)
+            raw[0:8] = (offset - 1 - entry.last_offset_delta).to_bytes(8, "big", signed=True)
             raw[12:16] = leader_epoch.to_bytes(4, "big", signed=True)
-            attributes = int.from_bytes(raw[21:23], "big") & ~0x08
-            if log_append:
-                attributes |= 0x08
-                max_ts = now
-            else:
-                max_ts = max((r.timestamp for r in records), default=-1)
-            raw[21:23] = attributes.to_bytes(2, "big")
-            raw[35:43] = max_ts.to_bytes(8, "big", signed=True)
+            # DefaultRecordBatch.computeAttributes: codec, type, transactional, control and
+            # delete horizon; the other bits cleared
+            attributes = (entry.compression_id | type_bit | 0x10 * entry.is_transactional
+                          | 0x20 * entry.is_control
+                          | 0x40 * (entry.delete_horizon_ms is not None))
+            _set_max_timestamp(raw, False, attributes, max_ts)
             raw[17:21] = crc32c(raw[21:]).to_bytes(4, "big")
         else:
-            count = len(entry.records()) if entry.is_compressed else 1
-            raw[0:8] = (offset + count - 1).to_bytes(8, "big", signed=True)
-            offset += count
-            if log_append:  # magic 1 (magic 0 is always rebuilt): stamp message or wrapper
-                raw[17] |= 0x08
-                raw[18:26] = now.to_bytes(8, "big", signed=True)
-            raw[12:16] = crc32(raw[16:]).to_bytes(4, "big")
+            raw[0:8] = (offset - 1).to_bytes(8, "big", signed=True)
+            if entry.magic > 0:   # LegacyRecord.computeAttributes: codec and type only
+                _set_max_timestamp(raw, True, entry.compression_id | type_bit, max_ts)
+                raw[12:16] = crc32(raw[16:]).to_bytes(4, "big")
         out += raw
     return bytes(out)
 
@@ -255,15 +288,19 @@ def _rebuild(first: Entry, records: Sequence[Record], next_offset: int, topic: T
 
 
 def _result(out: bytes, rebuilt: bool, topic: TopicConfig) -> ValidationResult:
+    """UnifiedLog.append after validation: rebuilt batches checked against
+    max.message.bytes again, then the whole against segment.bytes."""
+    entries = list(read_batches(out))
+    for entry in entries if rebuilt else ():
+        if entry.size > topic.max_message_bytes:
+            raise RecordTooLargeError(f"The converted batch of {entry.size} bytes exceeds "
+                                      f"max.message.bytes {topic.max_message_bytes}")
     if len(out) > topic.segment_bytes:
         raise RecordListTooLargeError(f"Message batch size is {len(out)} bytes in append which "
                                       f"exceeds the maximum configured segment size of "
                                       f"{topic.segment_bytes}.")
     first_offset, last_offset, max_ts, shallow, count = None, -1, -1, -1, 0
-    for entry in read_batches(out):
-        if entry.size > topic.max_message_bytes:
-            raise RecordTooLargeError(f"The converted batch of {entry.size} bytes exceeds "
-                                      f"max.message.bytes {topic.max_message_bytes}")
+    for entry in entries:
         for record in entry:
             first_offset = record.offset if first_offset is None else first_offset
             count += 1

@@ -84,6 +84,55 @@ def test_up_conversion_of_legacy_produce() -> None:
     assert [r.offset for r in batch] == [20, 21, 22, 23]
 
 
+def test_an_uncompressed_control_batch_is_never_compressed() -> None:
+    """The coordinator's markers stay as written on a topic with a codec of its own."""
+    marker = kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=1,
+                                                producer_epoch=0, coordinator_epoch=0,
+                                                timestamp=NOW)
+    result = kcodec.validate(marker, next_offset=40, now=NOW, from_client=False,
+                             config={"compression.type": "gzip"})
+    assert not result.rebuilt
+    (batch,) = kcodec.read_batches(result.records)
+    assert batch.is_control and batch.compression == Compression.NONE
+    assert [r.control_type for r in batch] == [ControlType.COMMIT] and batch.base_offset == 40
+
+
+def test_legacy_data_is_patched_as_kafka_patches_it() -> None:
+    """A magic-1 wrapper takes its records' latest timestamp (kafka-python writes 0 there),
+    a plain magic-1 message the topic's timestamp type, and plain magic-0 messages are
+    patched in place too; a wrapper whose inner offsets do not start at 0 is rebuilt."""
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+    v1 = {"message.format.version": "0.10.2"}
+    wrapped = LegacyRecordBatchBuilder(1, 1, 1 << 20)   # gzip
+    for i in range(3):
+        wrapped.append(i, NOW + i, b"k", b"v%d" % i)
+    result = kcodec.validate(bytes(wrapped.build()), next_offset=100, now=NOW, config=v1)
+    (wrapper,) = kcodec.read_batches(result.records)
+    assert not result.rebuilt and wrapper.is_valid()
+    assert (wrapper.last_offset, wrapper.max_timestamp) == (102, NOW + 2)
+    assert [(r.offset, r.timestamp) for r in wrapper] == [(100 + i, NOW + i) for i in range(3)]
+
+    stamped = kcodec.BatchBuilder(magic=1, timestamp_type=TimestampType.LOG_APPEND_TIME,
+                                  log_append_time=NOW)
+    stamped.append(b"v", key=b"k", timestamp=NOW)
+    result = kcodec.validate(stamped.build(), next_offset=10, now=NOW, config=v1)
+    (message,) = kcodec.read_batches(result.records)
+    assert not result.rebuilt and message.timestamp_type == TimestampType.CREATE_TIME
+    assert message.is_valid()
+
+    plain = produce(3, magic=0)
+    result = kcodec.validate(plain, next_offset=7, now=NOW, config={"message.format.version": "0.9"})
+    assert not result.rebuilt
+    assert [e.offset for e in kcodec.read_batches(result.records)] == [7, 8, 9]
+
+    shifted = kcodec.BatchBuilder(magic=1, compression="gzip")
+    for i in range(3):
+        shifted.append(b"v%d" % i, timestamp=NOW, offset=5 + i)
+    result = kcodec.validate(shifted.build(), next_offset=0, now=NOW, config=v1)
+    assert result.rebuilt
+    assert [r.offset for e in kcodec.read_batches(result.records) for r in e] == [0, 1, 2]
+
+
 # ---- one rejection per rule -------------------------------------------------------------
 
 def test_corrupt_message_2() -> None:
@@ -92,6 +141,15 @@ def test_corrupt_message_2() -> None:
     with pytest.raises(ChecksumError) as info:
         kcodec.validate(data, next_offset=0, now=NOW)
     assert info.value.error_code == 2
+    # the request's checks, a client's base offset and the size come first, as in Kafka
+    with pytest.raises(InvalidRecordError, match="exactly one"):
+        kcodec.validate(produce() + bytes(data), next_offset=0, now=NOW, produce_version=3)
+    based = bytearray(produce(base_offset=7))
+    based[-1] ^= 1
+    with pytest.raises(InvalidRecordError, match="baseOffset"):
+        kcodec.validate(based, next_offset=0, now=NOW)
+    with pytest.raises(RecordTooLargeError):
+        kcodec.validate(data, next_offset=0, now=NOW, config={"max.message.bytes": "50"})
     with pytest.raises(CorruptRecordError):
         kcodec.validate(produce() + bytes(12), next_offset=0, now=NOW)
 
@@ -106,6 +164,10 @@ def test_record_list_too_large_18() -> None:
     with pytest.raises(RecordListTooLargeError) as info:
         kcodec.validate(produce(50), next_offset=0, now=NOW, config={"segment.bytes": "300"})
     assert info.value.error_code == 18
+    # a rebuilt batch is measured against max.message.bytes again first
+    with pytest.raises(RecordTooLargeError):
+        kcodec.validate(produce(3, magic=1) + produce(3, magic=1), next_offset=0, now=NOW,
+                        config={"segment.bytes": "50", "max.message.bytes": "60"})
 
 
 @pytest.mark.parametrize(("ts", "key"), [(NOW - 10_000, "message.timestamp.before.max.ms"),
@@ -123,6 +185,24 @@ def test_log_append_time_set_by_a_producer_is_32() -> None:
     with pytest.raises(InvalidTimestampError, match="LogAppendTime"):
         kcodec.validate(data, next_offset=0, now=NOW,
                         config={"message.timestamp.type": "LogAppendTime"})
+    # each legacy message is a batch of its own, with its own timestamp type
+    second = kcodec.BatchBuilder(magic=1, base_offset=1, log_append_time=NOW,
+                                 timestamp_type=TimestampType.LOG_APPEND_TIME)
+    second.append(b"b", key=b"k", timestamp=NOW)
+    with pytest.raises(InvalidTimestampError, match="LogAppendTime"):
+        kcodec.validate(produce(1, magic=1) + second.build(), next_offset=0, now=NOW,
+                        config={"message.format.version": "0.10.2",
+                                "message.timestamp.type": "LogAppendTime"})
+
+
+def test_a_batch_with_a_bad_timestamp_is_32_before_a_missing_key_is_87() -> None:
+    builder = kcodec.BatchBuilder()
+    builder.append(b"a", key=None, timestamp=NOW)
+    builder.append(b"b", key=b"k", timestamp=NOW - 10_000)
+    with pytest.raises(InvalidTimestampError):
+        kcodec.validate(builder.build(), next_offset=0, now=NOW,
+                        config={"cleanup.policy": "compact",
+                                "message.timestamp.before.max.ms": "5000"})
 
 
 def test_transactional_on_old_format_is_43() -> None:
@@ -151,7 +231,7 @@ def test_invalid_record_87_rules() -> None:
         kcodec.validate(produce(magic=1), next_offset=0, now=NOW, produce_version=3)
     with pytest.raises(InvalidRecordError, match="more than one batch"):
         kcodec.validate(produce() + produce(), next_offset=0, now=NOW)
-    with pytest.raises(InvalidRecordError, match="same magic"):
+    with pytest.raises(InvalidRecordError, match="first batch's magic"):
         kcodec.validate(produce(magic=0) + produce(magic=1), next_offset=0, now=NOW)
     with pytest.raises(InvalidRecordError, match="control"):
         kcodec.validate(kcodec.BatchBuilder.end_txn_marker(
