@@ -37,6 +37,8 @@ Chunk = TypeVar("Chunk")   # an Arrow record batch, or iter_columns' dict of num
 SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 RENAMED_SUFFIX = re.compile(r"\.[0-9a-f]{32}-(delete|future|stray)$")
+# the indexes hold offsets relative to their segment's base offset, as int32
+MAX_RELATIVE_OFFSET = (1 << 31) - 1
 #: A .txnindex entry: version, producer id, first offset, last offset, last stable offset.
 TXN_ENTRY = struct.Struct(">hqqqq")
 #: Kafka's defaults: index.interval.bytes, segment.bytes.
@@ -191,8 +193,9 @@ class Segment:
                 yield entry
 
     def offset_for_time(self, timestamp: int) -> int | None:
-        """The first offset of the first batch holding a timestamp >= ``timestamp``, or None
-        (``LogSegment.findOffsetByTimestamp``: the time index says where to start scanning)."""
+        """The offset of the first record with a timestamp >= ``timestamp``, or None
+        (``LogSegment.findOffsetByTimestamp``: the time index says where to start scanning,
+        then the first batch reaching the timestamp is searched record by record)."""
         start = self.base_offset
         for entry in self.time_index:
             if entry.timestamp >= timestamp:
@@ -200,7 +203,9 @@ class Segment:
             start = entry.offset  # no batch up to this offset reaches the timestamp
         for batch in self.seek(start):
             if batch.max_timestamp >= timestamp:
-                return batch.base_offset
+                for record in batch:
+                    if record.timestamp >= timestamp:
+                        return record.offset
         return None
 
     def verify_indexes(self) -> list[str]:
@@ -366,20 +371,22 @@ def _index_entries(batches: Iterable[bytes], base_offset: int,
     LogSegment.append does; returns them and the log size."""
     index, time_index = bytearray(), bytearray()
     position = since_last = 0
-    max_ts, max_ts_offset, last_time_entry = -1, base_offset, None
+    # TimeIndex.maybeAppend takes only a timestamp past the last entry's, -1 while empty:
+    # magic-0 data (no timestamps) leaves the time index empty
+    max_ts, max_ts_offset, last_time_entry = -1, base_offset, -1
     for raw in batches:
         (entry,) = read_batches(raw, validate_crc=False)
         if entry.max_timestamp > max_ts:
             max_ts, max_ts_offset = entry.max_timestamp, entry.last_offset
         if since_last > interval:
             index += struct.pack(">ii", entry.last_offset - base_offset, position)
-            if last_time_entry is None or max_ts > last_time_entry:
+            if max_ts > last_time_entry:
                 time_index += struct.pack(">qi", max_ts, max_ts_offset - base_offset)
                 last_time_entry = max_ts
             since_last = 0
         since_last += len(raw)
         position += len(raw)
-    if max_ts >= 0 and (last_time_entry is None or max_ts > last_time_entry):
+    if max_ts > last_time_entry:
         time_index += struct.pack(">qi", max_ts, max_ts_offset - base_offset)  # on roll/close
     return bytes(index), bytes(time_index), position
 
@@ -389,8 +396,9 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
                     segment_bytes: int = SEGMENT_BYTES) -> Path:
     """Write ``batches`` (each the bytes of one batch or log entry) as a partition directory.
 
-    Segments roll at ``segment_bytes`` and are named by their first offset; each gets its
-    ``.index`` and ``.timeindex``. The directory must not exist yet: it appears whole or not
+    Segments roll at ``segment_bytes``, or where an offset lies more than 2**31 - 1 past
+    the segment's first, and are named by their first offset; each gets its ``.index`` and
+    ``.timeindex``. The directory must not exist yet: it appears whole or not
     at all (written aside, fsynced, renamed).
     """
     target = Path(directory)
@@ -405,7 +413,10 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
         for raw in batches:
             (entry,) = read_batches(raw, validate_crc=False)
             first = entry.base_offset  # a legacy wrapper is decoded to find it
-            if segment and size + len(raw) > segment_bytes:
+            # a segment also rolls where an offset would lie past an int32 from its base
+            # (LogSegment.shouldRoll: the indexes hold offsets relative to it)
+            if segment and (size + len(raw) > segment_bytes
+                            or entry.last_offset - (base or 0) > MAX_RELATIVE_OFFSET):
                 _write_segment(staging, base or 0, segment, index_interval_bytes)
                 segment, size = [], 0
             if not segment:

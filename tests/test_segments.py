@@ -59,6 +59,21 @@ def test_seek_by_offset_and_time_with_the_indexes() -> None:
         offset = segment.offset_for_time(target.timestamp)
         assert offset is not None and offset <= target.offset
         assert segment.offset_for_time(10**15) is None
+    # the first record reaching the timestamp, as FileRecords.searchForTimestamp finds it,
+    # also inside a batch whose first records are earlier
+    directory = shared_path("testdata", "kafka-segments", "fuzibotond__Experts-in-team-innovation",
+                            "sensor-data-topic-0")
+    with segments.Partition(directory) as partition:
+        (segment,) = partition.segments
+        batches = list(segment.batches())
+        moments = sorted({r.timestamp + d for b in batches[:40] for r in b for d in (0, 1)})
+        inside = 0
+        for moment in moments:
+            expected = next((r.offset for b in batches if b.max_timestamp >= moment
+                             for r in b if r.timestamp >= moment), None)
+            assert segment.offset_for_time(moment) == expected
+            inside += any(b.base_offset < (expected or -1) <= b.last_offset for b in batches)
+        assert inside
 
 
 def sample_log(n: int = 50, per_batch: int = 10) -> list[bytes]:
@@ -84,6 +99,27 @@ def test_write_partition_and_read_back(tmp_path: Path) -> None:
         assert offsets == list(range(200))
     with pytest.raises(FileExistsError):
         segments.write_partition(target, sample_log(10))
+
+
+def test_write_partition_rolls_and_indexes_as_a_broker(tmp_path: Path) -> None:
+    """A segment rolls where an offset would lie past an int32 from its base, and magic-0
+    messages (no timestamps) leave the time index empty, as TimeIndex.maybeAppend does."""
+    def batch(base: int) -> bytes:
+        builder = kcodec.BatchBuilder(base_offset=base)
+        builder.append(b"v", timestamp=TS)
+        return builder.build()
+    far = segments.write_partition(tmp_path / "far-0", [batch(0), batch(3_000_000_000)])
+    with segments.Partition(far) as partition:
+        assert [s.base_offset for s in partition.segments] == [0, 3_000_000_000]
+        assert [r.offset for b in partition.batches() for r in b] == [0, 3_000_000_000]
+    old = kcodec.BatchBuilder(magic=0)
+    for i in range(200):
+        old.append(b"value %d" % i * 10)
+    v0 = segments.write_partition(tmp_path / "v0-0", segments.split_entries(old.build()),
+                                  index_interval_bytes=500)
+    with segments.Partition(v0) as partition:
+        (segment,) = partition.segments
+        assert segment.index and segment.time_index == []
 
 
 def test_interrupted_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
