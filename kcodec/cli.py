@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,16 @@ class Progress:
             print("\r" + " " * 80 + "\r", end="", file=sys.stderr, flush=True)
 
 
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Errors raised within name ``path`` (main prints the note after the message)."""
+    try:
+        yield
+    except kcodec.errors.KcodecError as exc:
+        exc.add_note(f"in {path}")
+        raise
+
+
 def _log_files(paths: Sequence[str]) -> list[Path]:
     files: list[Path] = []
     for name in paths:
@@ -142,7 +153,7 @@ def dump(args: argparse.Namespace) -> int:
             continue
         if args.json or args.jsonl:
             from kcodec.segments import Segment
-            with Segment(path) as segment:
+            with Segment(path) as segment, _naming(path):
                 items = [batch_json(b, args.deep_iteration, args.print_data_log)
                          for b in segment.reader(validate_crc=False)]
             if args.jsonl:
@@ -151,9 +162,10 @@ def dump(args: argparse.Namespace) -> int:
             else:
                 print(json.dumps({"file": str(path), "batches": items}, indent=1))
             continue
-        for line in dump_log_lines(path, args.deep_iteration, args.print_data_log,
-                                   args.skip_record_metadata, args.max_bytes):
-            print(line)
+        with _naming(path):
+            for line in dump_log_lines(path, args.deep_iteration, args.print_data_log,
+                                       args.skip_record_metadata, args.max_bytes):
+                print(line)
     return 0
 
 
@@ -166,6 +178,7 @@ def verify(args: argparse.Namespace) -> int:
     for path in files:
         progress.step(str(path))
         with Segment(path) as segment:
+            failed = False
             try:
                 reader = segment.reader()
                 for batch in reader:
@@ -175,8 +188,13 @@ def verify(args: argparse.Namespace) -> int:
                     print(f"{path}: {reader.trailing_bytes} trailing bytes (a partial batch)")
             except kcodec.errors.KcodecError as exc:
                 problems += 1
+                failed = True
                 print(f"{path}: {exc}")
-            for problem in segment.verify_indexes():
+            try:
+                index_problems = segment.verify_indexes()
+            except kcodec.errors.KcodecError as exc:   # a log that cannot be framed, said above
+                index_problems = [] if failed else [str(exc)]
+            for problem in index_problems:
                 problems += 1
                 print(f"{path}: {problem}")
     progress.close()
@@ -193,7 +211,7 @@ def _stats_for(paths: list[Path]) -> dict[str, Any]:
                            "min_timestamp": None, "max_timestamp": None,
                            "first_offset": None, "last_offset": None}
     for path in paths:
-        with Segment(path) as segment:
+        with Segment(path) as segment, _naming(path):
             for batch in segment.reader():
                 out["batches"] += 1
                 out["bytes"] += batch.size
@@ -272,19 +290,36 @@ def _kip931_stats(args: argparse.Namespace) -> int:
 
 
 def convert_command(args: argparse.Namespace) -> int:
-    """Rewrite a segment or partition directory to another magic, codec or level."""
-    from kcodec.segments import log_directories, split_entries, write_partition
-    sources = log_directories(args.source)
-    for source in sources:
-        files = [source] if source.is_file() else sorted(source.glob("*.log"))
-        target = Path(args.destination) / (source.name if len(sources) > 1 or source.is_dir()
-                                           else source.stem)
+    """Rewrite a segment, partition directory or log directory to another magic, codec or
+    level; partitions keep their aborted transactions (.txnindex) where the magic can hold
+    them."""
+    from kcodec.segments import (
+        aborted_transactions,
+        log_directories,
+        read_transaction_index,
+        split_entries,
+        write_partition,
+    )
+    root = Path(args.source)
+    for source in log_directories(root):
+        if source.is_file():
+            files, name = [source], source.stem
+            txnindex = source.with_suffix(".txnindex")
+            aborted = read_transaction_index(txnindex) if txnindex.exists() else []
+        else:
+            files = sorted(source.glob("*.log"))
+            name = source.name if source == root else str(source.relative_to(root))
+            aborted = aborted_transactions(source)
         converted = []
         for path in files:
-            converted.append(kcodec.convert(Path(path).read_bytes(), magic=args.magic,
-                                            compression=args.compression, level=args.level,
-                                            plugin=args.plugin, on_loss="ignore" if args.allow_loss else "raise"))
-        write_partition(target, (e for data in converted for e in split_entries(data)))
+            with _naming(path):
+                converted.append(kcodec.convert(
+                    Path(path).read_bytes(), magic=args.magic, compression=args.compression,
+                    level=args.level, plugin=args.plugin,
+                    on_loss="ignore" if args.allow_loss else "raise"))
+        target = Path(args.destination) / name
+        write_partition(target, (e for data in converted for e in split_entries(data)),
+                        aborted=aborted if args.magic >= 2 else ())
         written = sum(len(list(kcodec.read_batches(p.read_bytes()))) for p in target.glob("*.log"))
         print(f"{source} -> {target}: {written} batches written and read back")
     return 0

@@ -56,13 +56,14 @@ class ConversionReport:
     transactional_batches_flattened: int = 0
     records_with_timestamps_dropped: int = 0
     delete_horizons_dropped: int = 0
+    leader_epochs_dropped: int = 0
 
     @property
     def lossy(self) -> bool:
         return any((self.dropped_control_batches, self.records_with_headers_dropped,
                     self.batches_with_producer_state_dropped,
                     self.transactional_batches_flattened, self.records_with_timestamps_dropped,
-                    self.delete_horizons_dropped))
+                    self.delete_horizons_dropped, self.leader_epochs_dropped))
 
     def losses(self) -> list[str]:
         names = {
@@ -72,6 +73,7 @@ class ConversionReport:
             "transactional_batches_flattened": "transactional batches became plain",
             "records_with_timestamps_dropped": "records lost their timestamps",
             "delete_horizons_dropped": "delete horizons dropped",
+            "leader_epochs_dropped": "batches lost their partition leader epoch",
         }
         return [f"{getattr(self, field)} {text}" for field, text in names.items()
                 if getattr(self, field)]
@@ -153,7 +155,11 @@ def _groups(entries: Iterator[Entry], magic: int) -> Iterator[list[Entry]]:
 
 
 def _same_kind(a: Entry, b: Entry) -> bool:
-    return a.magic == b.magic and a.timestamp_type == b.timestamp_type
+    """Whether two plain legacy messages can share a v2 batch: one magic and timestamp
+    type, and under log append time one timestamp (a batch holds one)."""
+    return (a.magic == b.magic and a.timestamp_type == b.timestamp_type
+            and (a.timestamp_type != TimestampType.LOG_APPEND_TIME
+                 or a.max_timestamp == b.max_timestamp))
 
 
 class _Target(NamedTuple):
@@ -219,6 +225,7 @@ def _from_v2(batch: RecordBatch, magic: int, codec: Compression, level: int | No
         rep.batches_with_producer_state_dropped += 1
     rep.transactional_batches_flattened += batch.is_transactional
     rep.delete_horizons_dropped += batch.has_delete_horizon
+    rep.leader_epochs_dropped += batch.partition_leader_epoch != -1
     if magic == 0:
         rep.records_with_timestamps_dropped += sum(1 for r in records if r.timestamp != -1)
     ts_type = (TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else batch.timestamp_type)

@@ -358,11 +358,10 @@ def segment_files(root: str | os.PathLike[str]) -> list[tuple[Path, list[Path]]]
 
 
 def log_directories(path: str | os.PathLike[str]) -> list[Path]:
-    """The partition directories under a log directory (or the path itself)."""
+    """A ``.log`` file itself, or every directory holding segments at or below ``path``
+    (a partition, a log directory, or a tree of them)."""
     p = Path(path)
-    if p.is_file() or any(SEGMENT_NAME.match(c.name) for c in p.iterdir()):
-        return [p]
-    return sorted(c for c in p.iterdir() if c.is_dir() and any(c.glob("*.log")))
+    return [p] if p.is_file() else [directory for directory, _ in segment_files(p)]
 
 
 def _index_entries(batches: Iterable[bytes], base_offset: int,
@@ -393,12 +392,14 @@ def _index_entries(batches: Iterable[bytes], base_offset: int,
 
 def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes], *,
                     index_interval_bytes: int = INDEX_INTERVAL_BYTES,
-                    segment_bytes: int = SEGMENT_BYTES) -> Path:
+                    segment_bytes: int = SEGMENT_BYTES,
+                    aborted: Sequence[AbortedTransaction] = ()) -> Path:
     """Write ``batches`` (each the bytes of one batch or log entry) as a partition directory.
 
     Segments roll at ``segment_bytes``, or where an offset lies more than 2**31 - 1 past
     the segment's first, and are named by their first offset; each gets its ``.index`` and
-    ``.timeindex``. The directory must not exist yet: it appears whole or not
+    ``.timeindex``, and a ``.txnindex`` of the ``aborted`` transactions whose ABORT marker
+    (``last_offset``) it holds. The directory must not exist yet: it appears whole or not
     at all (written aside, fsynced, renamed).
     """
     target = Path(directory)
@@ -410,6 +411,7 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
         segment: list[bytes] = []
         size = 0
         base = None
+        bases: list[int] = []   # of the segments written
         for raw in batches:
             (entry,) = read_batches(raw, validate_crc=False)
             first = entry.base_offset  # a legacy wrapper is decoded to find it
@@ -417,6 +419,7 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
             # (LogSegment.shouldRoll: the indexes hold offsets relative to it)
             if segment and (size + len(raw) > segment_bytes
                             or entry.last_offset - (base or 0) > MAX_RELATIVE_OFFSET):
+                bases.append(base or 0)
                 _write_segment(staging, base or 0, segment, index_interval_bytes)
                 segment, size = [], 0
             if not segment:
@@ -424,7 +427,9 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
             segment.append(bytes(raw))
             size += len(raw)
         if segment:
+            bases.append(base or 0)
             _write_segment(staging, base or 0, segment, index_interval_bytes)
+        _write_transaction_indexes(staging, bases, aborted)
         fsync_directory(staging)
         os.rename(staging, target)
         fsync_directory(target.parent)
@@ -440,6 +445,22 @@ def _write_segment(directory: Path, base_offset: int, batches: list[bytes], inte
     for suffix, content in ((".log", b"".join(batches)), (".index", index),
                             (".timeindex", time_index)):
         with open(directory / (name + suffix), "wb") as f:
+            f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _write_transaction_indexes(directory: Path, bases: list[int],
+                               aborted: Sequence[AbortedTransaction]) -> None:
+    """Each segment's .txnindex: the aborted transactions whose marker lies in it (before
+    the first segment: in the first), in the order given, as Kafka appends them."""
+    entries: dict[int, bytearray] = {}
+    for txn in aborted if bases else ():
+        at = bases[max(bisect.bisect_right(bases, txn.last_offset) - 1, 0)]
+        entries.setdefault(at, bytearray()).extend(TXN_ENTRY.pack(
+            0, txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset))
+    for base, content in entries.items():
+        with open(directory / f"{base:020d}.txnindex", "wb") as f:
             f.write(content)
             f.flush()
             os.fsync(f.fileno())

@@ -79,6 +79,9 @@ def test_losses_are_said() -> None:
         kcodec.convert(data, magic=1, on_loss="raise")
     _, report0 = kcodec.convert(v2(n=2), magic=0, on_loss="ignore", report=True)
     assert report0.records_with_timestamps_dropped == 2
+    with pytest.warns(kcodec.LossyConversionWarning, match="partition leader epoch"):
+        _, report1 = kcodec.convert(v2(n=2, partition_leader_epoch=5), magic=1, report=True)
+    assert report1.leader_epochs_dropped == 1
 
 
 def test_zstd_never_goes_below_magic_2() -> None:
@@ -127,6 +130,16 @@ def test_plain_legacy_messages_group_into_v2_batches() -> None:
     batches = list(kcodec.read_batches(out))
     assert 5 <= len(batches) <= 10
     assert content(out) == content(legacy)
+    # a v2 batch holds one log append time: messages stamped at other times go apart
+    stamped = b""
+    for offset, at in enumerate([1000, 1000, 2000]):
+        message = kcodec.BatchBuilder(magic=1, base_offset=offset, log_append_time=at,
+                                      timestamp_type=TimestampType.LOG_APPEND_TIME)
+        message.append(b"x", timestamp=at)
+        stamped += message.build()
+    out = kcodec.convert(stamped, magic=2)
+    assert [b.record_count for b in kcodec.read_batches(out)] == [2, 1]
+    assert content(out) == content(stamped)
 
 
 def test_offset_gaps_wider_than_a_batch_can_span_split_batches() -> None:

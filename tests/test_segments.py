@@ -236,6 +236,48 @@ def test_verify_reports_corruption(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["verify", str(log)]) == 1
     out = capsys.readouterr().out
     assert "CORRUPT_MESSAGE" in out and str(log) in out
+    # a segment that cannot be framed is one problem; the partitions after it are verified
+    for name in ("a-0", "b-0"):
+        segments.write_partition(tmp_path / "logs" / name, sample_log(20))
+    broken = tmp_path / "logs" / "a-0" / "00000000000000000000.log"
+    unframed = bytearray(broken.read_bytes())
+    unframed[16] = 7   # the first batch's magic
+    broken.write_bytes(unframed)
+    assert main(["verify", str(tmp_path / "logs")]) == 1
+    out = capsys.readouterr().out
+    assert out.count("Invalid magic") == 1 and "verified 2 segments" in out
+    for command in (["dump"], ["stats"]):   # their one error line names the file
+        assert main([*command, str(broken)]) == 1
+        assert str(broken) in capsys.readouterr().err
+
+
+def test_convert_keeps_aborted_transactions_and_the_tree(tmp_path: Path) -> None:
+    """kcodec convert carries each partition's .txnindex where the magic holds transactions,
+    and converts every partition below a tree, each to the same place under the destination."""
+    from kcodec import ControlType
+    def transaction(base: int, value: bytes) -> bytes:
+        builder = kcodec.BatchBuilder(base_offset=base, producer_id=9, producer_epoch=0,
+                                      base_sequence=base, is_transactional=True)
+        builder.append(value, timestamp=TS)
+        return builder.build()
+    def marker(kind: ControlType, offset: int) -> bytes:
+        return kcodec.BatchBuilder.end_txn_marker(kind, producer_id=9, producer_epoch=0,
+                                                  coordinator_epoch=0, base_offset=offset,
+                                                  timestamp=TS)
+    log = [transaction(0, b"aborted"), marker(ControlType.ABORT, 1), transaction(2, b"kept"),
+           marker(ControlType.COMMIT, 3)]
+    source = tmp_path / "broker1" / "data" / "orders-0"
+    segments.write_partition(source, log, aborted=[segments.AbortedTransaction(9, 0, 1, 2)])
+    segments.write_partition(tmp_path / "broker2" / "data" / "orders-0", sample_log(10))
+    assert main(["convert", str(tmp_path), str(tmp_path / "out"), "--compression", "lz4"]) == 0
+
+    def committed(directory: Path) -> list[bytes]:
+        return [bytes(v) for chunk in segments.iter_partition_arrow(directory, read_committed=True)
+                for v in chunk.column("value").to_pylist()]
+    converted = tmp_path / "out" / "broker1" / "data" / "orders-0"
+    assert committed(source) == committed(converted) == [b"kept"]
+    assert segments.aborted_transactions(converted) == segments.aborted_transactions(source)
+    assert (tmp_path / "out" / "broker2" / "data" / "orders-0").is_dir()
 
 
 @pytest.mark.parametrize("command", ["demo", "dump", "verify", "stats", "convert", "gen", "bench"])
