@@ -6,9 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kcodec._batch import RecordBatch
+from kcodec._batch import RecordBatch, read_batches
 from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
+from kcodec.codecs import decompress
 from kcodec.constants import ControlType, TimestampType
 from kcodec.errors import KcodecError
 from kcodec.segments import Segment, read_offset_index, read_time_index
@@ -58,40 +59,49 @@ def batch_line(batch: RecordBatch | LegacyBatch) -> str:
 
 
 def record_line(batch: RecordBatch | LegacyBatch, record: Record, print_data: bool,
-                skip_metadata: bool = False) -> str:
-    if skip_metadata:  # --skip-record-metadata: only what --print-data-log adds
-        line = ""
-        if print_data and not batch.is_control:
-            if record.key is not None:
-                line += f" key: {_text(record.key)}"
-            if record.value is not None:
-                line += f" payload: {_text(record.value)}"
-        return line
-    ts_name = TS_NAMES[batch.timestamp_type]
-    key_size = -1 if record.key is None else len(record.key)
-    value_size = -1 if record.value is None else len(record.value)
-    line = (f"| offset: {record.offset} {ts_name}: {record.timestamp} keySize: {key_size} "
-            f"valueSize: {value_size}")
-    if isinstance(batch, LegacyBatch):
-        line += f" isValid: {_bool(batch.is_valid())} crc: {batch.crc}}}"
-    else:
-        keys = ",".join(k for k, _ in record.headers)
-        line += f" sequence: {record.sequence} headerKeys: [{keys}]"
-    if batch.is_control:
-        control = record.control_type
-        if control in (ControlType.ABORT, ControlType.COMMIT):
-            line += f" endTxnMarker: {control.name} coordinatorEpoch: {record.coordinator_epoch}"
+                skip_metadata: bool = False, message: LegacyBatch | None = None) -> str:
+    """A record's line; ``message`` is a legacy record's own message (a wrapper's inner one,
+    whose CRC is printed; by default the entry itself)."""
+    prefix = "| "
+    line = ""
+    if not skip_metadata:
+        ts_name = TS_NAMES[batch.timestamp_type]
+        key_size = -1 if record.key is None else len(record.key)
+        value_size = -1 if record.value is None else len(record.value)
+        line = (f"| offset: {record.offset} {ts_name}: {record.timestamp} keySize: {key_size} "
+                f"valueSize: {value_size}")
+        prefix = " "
+        if isinstance(batch, LegacyBatch):
+            own = message if message is not None else batch
+            line += f" isValid: {_bool(own.is_valid())} crc: {own.crc}}}"
         else:
-            type_id = int.from_bytes((record.key or b"\0\0\0\0")[2:4], "big", signed=True)
-            name = control.name if control is not None and control != ControlType.UNKNOWN \
-                else f"UNKNOWN({type_id})"
-            line += f" controlType: {name}"
-    elif print_data:
+            keys = ",".join(k for k, _ in record.headers)
+            line += f" sequence: {record.sequence} headerKeys: [{keys}]"
+        if batch.is_control:
+            line += _control_text(record)
+    if print_data and not batch.is_control:
         if record.key is not None:
-            line += f" key: {_text(record.key)}"
+            line += f"{prefix}key: {_text(record.key)}"
         if record.value is not None:
             line += f" payload: {_text(record.value)}"
     return line
+
+
+def _control_text(record: Record) -> str:
+    """What kafka-dump-log adds for a control record (KRaft's snapshot and voter records,
+    which it prints as JSON, by name and type id here)."""
+    control = record.control_type
+    if control in (ControlType.ABORT, ControlType.COMMIT):
+        return f" endTxnMarker: {control.name} coordinatorEpoch: {record.coordinator_epoch}"
+    type_id = int.from_bytes((record.key or b"\0\0\0\0")[2:4], "big", signed=True)
+    name = control.name if control is not None else ControlType.UNKNOWN.name
+    return f" controlType: {name}({type_id})"
+
+
+def _inner_messages(wrapper: LegacyBatch) -> list[LegacyBatch]:
+    """A compressed legacy wrapper's inner messages, as entries of their own."""
+    inner = decompress(wrapper.compression, wrapper.value or b"", magic=wrapper.magic)
+    return [m for m in read_batches(inner, validate_crc=False) if isinstance(m, LegacyBatch)]
 
 
 def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = False,
@@ -108,8 +118,11 @@ def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = Fals
                 return
             yield batch_line(batch)
             if deep:
-                for record in batch:
-                    yield record_line(batch, record, print_data, skip_metadata)
+                inner = (_inner_messages(batch) if isinstance(batch, LegacyBatch)
+                         and batch.is_compressed else None)
+                for i, record in enumerate(batch):
+                    yield record_line(batch, record, print_data, skip_metadata,
+                                      inner[i] if inner else None)
             del batch
         if reader.trailing_bytes:
             yield f"Found {reader.trailing_bytes} invalid bytes at the end of {Path(path).name}"
@@ -127,7 +140,7 @@ def dump_index_lines(path: str | Path) -> Iterator[str]:
     else:
         index = read_offset_index(p, base)
         lines = [f"offset: {e.offset} position: {e.position}" for e in index]
-    if not lines:
+    if not lines and p.suffix != ".timeindex":   # (only the offset index says so)
         yield f"{path} is empty."
     yield from lines
 

@@ -196,10 +196,38 @@ def test_dump_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     log.write_bytes(VECTORS["v2_one"] + VECTORS["v2_two_nullkey"])
     assert main(["dump", "--print-data-log", "--skip-record-metadata", str(log)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[3] == " key: k payload: v" and lines[5] == " payload: a"
+    assert lines[3] == "| key: k payload: v" and lines[5] == " payload: a"
     assert main(["dump", "--max-bytes", "100", str(log)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and lines[2].startswith("baseOffset: 0")
+
+
+def test_dump_prints_each_inner_message_and_control_type(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A wrapper's records carry their inner messages' CRCs; control types other than the
+    transaction markers print with their type id; an empty time index prints no line."""
+    import gzip
+    builder = kcodec.BatchBuilder(magic=1, compression="gzip")
+    builder.append(b"v0", key=b"k0", timestamp=TS)
+    builder.append(b"v1", key=b"k1", timestamp=TS + 1)
+    data = builder.build()
+    (wrapper,) = kcodec.read_batches(data)
+    inner = list(kcodec.read_batches(gzip.decompress(wrapper.value or b"")))
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(data)
+    assert main(["dump", "--deep-iteration", str(log)]) == 0
+    records = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    assert [line.rsplit("crc: ", 1)[1] for line in records] == [f"{m.crc}}}" for m in inner]
+    assert inner[0].crc != wrapper.crc
+    leader = kcodec.BatchBuilder(is_control=True, base_offset=0)
+    leader.append_control_record(b"\0\0\0\2", b"\0\0", timestamp=TS)   # version 0, type 2
+    log.write_bytes(leader.build())
+    assert main(["dump", "--deep-iteration", str(log)]) == 0
+    assert capsys.readouterr().out.splitlines()[3].endswith(" controlType: LEADER_CHANGE(2)")
+    empty = log.with_suffix(".timeindex")
+    empty.write_bytes(b"")
+    assert main(["dump", str(empty)]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"Dumping {empty}"]
 
 
 def test_dump_json_and_indexes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
