@@ -13,11 +13,12 @@ decompresses such a small frame without the GIL by libzstd called from C (kcodec
 as it inflates a small gzip member by zlib called from C (kcodec._libz).
 """
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stddef cimport ptrdiff_t
 from libc.string cimport memcpy, memmove
 
 import cramjam
+import lz4.block
 
 from kcodec._libz cimport inflate_callable, inflate_context, inflate_give_back, inflate_member
 from kcodec._libzstd cimport zstd_callable, zstd_context, zstd_decompress, zstd_give_back
@@ -41,6 +42,9 @@ ZSTD_LIMITS = (ZSTD_WINDOW_MAX, ZSTD_ONE_CALL_INPUT, ZSTD_ONE_CALL_MOST)
 GZIP_LIMITS = (GZIP_ZLIB_BELOW, GZIP_ONE_CALL_MOST)
 
 cdef object _lz4_compress_into = cramjam.lz4.compress_block_into
+# LZ4 HC (any level but 9) by python-lz4's liblz4, as lz4-java's highCompressor: cramjam's
+# block compressor takes but ignores a mode and level
+cdef object _lz4_hc_compress = lz4.block.compress
 cdef object _snappy_compress_into = cramjam.snappy.compress_raw_into
 cdef object _lz4_block_into = cramjam.lz4.decompress_block_into
 cdef object _snappy_raw_into = cramjam.snappy.decompress_raw_into
@@ -326,6 +330,7 @@ cdef enum:
     BLOCKS_NEED_ROOM       # the block at pos needs more room in the sink
     BLOCKS_UNDECIDED       # the block at pos is not one the C decoders decide
     BLOCKS_STOPPED         # the hook stopped the frame
+    BLOCKS_BAD_VERSION     # the concatenated stream's header at pos has a version below 1
 
 
 cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t max_block,
@@ -423,6 +428,18 @@ cdef int snappy_with_hook(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit,
     return _snappy(p, n, limit, sink, -1, hook)
 
 
+cdef inline bint _xerial_version_ok(const uint8_t *header) noexcept nogil:
+    """Whether an xerial header's version is 1 or more, as snappy-java requires of a
+    stream concatenated to another (else INCOMPATIBLE_VERSION; the first header's version
+    it does not check)."""
+    return <int32_t>kc_get_be32(header + 8) >= 1
+
+
+cdef int _raise_bad_version(const uint8_t *header) except -1:
+    raise CompressionError(f"xerial snappy stream of version {<int32_t>kc_get_be32(header + 8)}"
+                           f": snappy-java reads versions from 1 on")
+
+
 cdef int _snappy(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer sink,
                  Py_ssize_t enough, BlockHook *hook) except -1:
     if n < 16 or not kc_xerial_magic(p):
@@ -442,6 +459,8 @@ cdef int _snappy(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer
             return 0
         if status == BLOCKS_STOPPED:
             return 1
+        if status == BLOCKS_BAD_VERSION:
+            _raise_bad_version(p + pos)
         length = kc_get_be32(p + pos)
         if status == BLOCKS_BAD_SIZE:
             raise CompressionError(f"xerial snappy chunk of {length} bytes runs past the data")
@@ -467,6 +486,8 @@ cdef int _xerial_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssiz
     cdef ptrdiff_t stated
     while n - pos[0] >= 4 and not 0 <= enough <= length[0]:  # Java ignores 1-3 trailing bytes
         if n - pos[0] >= 16 and kc_xerial_magic(p + pos[0]):
+            if not _xerial_version_ok(p + pos[0]):
+                return BLOCKS_BAD_VERSION
             pos[0] += 16  # concatenated xerial streams
             continue
         size = kc_get_be32(p + pos[0])
@@ -722,8 +743,7 @@ def lz4_frame_compress(data, int level, int magic, ScratchBuffer sink):
     header[0], header[1], header[2], header[3] = 0x04, 0x22, 0x4D, 0x18
     header[4], header[5] = 0x60, 0x40
     header[6] = _descriptor_checksum(header + 4, 2, magic)
-    kwargs = ({"store_size": False} if level == 9 else
-              {"mode": "high_compression", "compression": level, "store_size": False})
+    cdef bytes block
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
         p = <const uint8_t *>view.buf
@@ -735,7 +755,15 @@ def lz4_frame_compress(data, int level, int magic, ScratchBuffer sink):
             bound = size + size // 255 + 16  # LZ4_compressBound
             sink.reserve(4 + bound)
             sink.length += 4
-            written = _lz4_compress_into(_view(p + start, size), _window(sink, bound), **kwargs)
+            if level == 9:
+                written = _lz4_compress_into(_view(p + start, size), _window(sink, bound),
+                                             store_size=False)
+            else:
+                block = _lz4_hc_compress(_view(p + start, size), mode="high_compression",
+                                         compression=level, store_size=False)
+                written = len(block)
+                if written < size:
+                    memcpy(sink.mem.data + sink.length, <const char *>block, written)
             if written >= size:  # no gain: store the block as it is
                 _put_le32(sink.mem.data + sink.length - 4, <uint32_t>size | 0x80000000)
                 sink.reserve(size)

@@ -12,6 +12,7 @@ global limit, see :func:`set_max_decompressed_size`), checked while decompressin
 
 from __future__ import annotations
 
+import operator
 import threading
 import zlib
 from collections.abc import Callable
@@ -81,6 +82,7 @@ def decompression_limit(max_size: int | None) -> int:
 def _level(codec: Compression, level: int | None) -> int:
     if level is None or (codec == _GZIP and level == -1):
         return DEFAULT_LEVELS[codec]
+    level = operator.index(level)   # an int, as Kafka's level configs are (TypeError else)
     low, high = LEVEL_RANGES[codec]
     if not low <= level <= high:
         raise ValueError(f"{codec.name.lower()} level {level} is outside {low}..{high}")

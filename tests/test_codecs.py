@@ -115,6 +115,19 @@ def test_levels_out_of_range(codec: Compression) -> None:
         C.compress(codec, b"x", 10**6)
 
 
+def test_wrong_options_are_refused_when_given() -> None:
+    """A level that is not an int, and a plugin name without pluggable compression, are
+    refused when a builder is made, as the codec functions refuse them."""
+    for codec in ("gzip", "lz4", "zstd"):
+        with pytest.raises(TypeError):
+            kcodec.BatchBuilder(compression=codec, level=3.5)  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            C.compressor(codec, 3.5)  # type: ignore[arg-type]
+    for magic in (2, 3):
+        with pytest.raises(ValueError, match="pluggable"):
+            kcodec.BatchBuilder(magic=magic, plugin="my-codec")
+
+
 @pytest.mark.parametrize("magic", [0, 1])
 def test_zstd_needs_magic_2(magic: int) -> None:
     calls: list[Callable[[], bytes]] = [
@@ -252,6 +265,22 @@ def test_snappy_raw_and_concatenated() -> None:
     assert C.decompress("snappy", a + b"\x00\x00\x00") == b"one "  # 1-3 trailing bytes
     with pytest.raises(CompressionError):
         C.decompress("snappy", a + b"\x00\x00\x10\x00abc")
+    # snappy-java reads a stream concatenated to another only from version 1 on (the first
+    # header's version it does not check)
+    version_0 = b[:8] + bytes(4) + b[12:]
+    assert C.decompress("snappy", version_0) == b"two"
+    for stream in (a + version_0, C.compress("snappy", TEXT * 3) + version_0):
+        with pytest.raises(CompressionError, match="version 0"):
+            C.decompress("snappy", stream)
+    plain = kcodec.BatchBuilder()
+    plain.append(b"value", timestamp=1)
+    batch = bytearray(plain.build())
+    batch[61:] = C.compress("snappy", bytes(batch[61:])) + version_0[:16]
+    batch[8:12] = (len(batch) - 12).to_bytes(4, "big")
+    batch[22] |= 2   # snappy
+    batch[17:21] = kcodec.crc32c(bytes(batch[21:])).to_bytes(4, "big")
+    with pytest.raises(CompressionError, match="version 0"):
+        kcodec.decode_columns(bytes(batch))
 
 
 # ---- lz4 ---------------------------------------------------------------------------------
@@ -270,6 +299,30 @@ def test_lz4_frame_layout_and_kip57_checksums() -> None:
     for magic in (1, 2):
         with pytest.raises(CompressionError, match="descriptor corrupted"):
             C.decompress("lz4", broken, magic=magic)
+
+
+def test_lz4_levels_are_lz4_javas_compressors() -> None:
+    """Level 9 is lz4-java's fast compressor (cramjam's block compressor, whose bytes equal
+    it) and any other level its highCompressor: LZ4 HC by liblz4 (python-lz4's, which
+    equalled lz4-java 1.11.0's from level 3 on; LZ4 1.10 changed levels 1 and 2)."""
+    import cramjam
+    import lz4.block
+    data = TEXT * 4   # two 64 KiB blocks and a part
+    frames = {}
+    for level in (1, 3, 9, 12, 17):
+        expected = bytearray(bytes.fromhex("04224d18604082"))
+        for start in range(0, len(data), 65536):
+            part = data[start:start + 65536]
+            block = (bytes(cramjam.lz4.compress_block(part, store_size=False)) if level == 9
+                     else lz4.block.compress(part, mode="high_compression", compression=level,
+                                             store_size=False))
+            expected += struct.pack("<I", len(block)) + block
+        expected += bytes(4)
+        frames[level] = C.compress("lz4", data, level)
+        assert frames[level] == bytes(expected), level
+        assert C.decompress("lz4", frames[level]) == data
+    assert len({frames[level] for level in (1, 3, 9, 12)}) == 4   # (12 on: optimal parsing)
+    assert len(frames[17]) < len(frames[9])
 
 
 def test_lz4_incompressible_blocks_are_stored() -> None:
