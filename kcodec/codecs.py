@@ -498,4 +498,5 @@ def decompress_builtin_into(kind: Compression, view: memoryview, limit: int,
 
 __all__ = ["DEFAULT_MAX_DECOMPRESSED_SIZE", "Compressor", "compress", "compress_to_scratch",
            "compressor", "decompress", "decompress_prefix", "decompress_section",
-           "decompress_to_scratch", "decompression_limit", "get_max_decompressed_size", "set_max_decompressed_size"]
+           "decompress_to_scratch", "decompression_limit", "get_max_decompressed_size",
+           "set_max_decompressed_size"]

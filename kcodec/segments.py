@@ -344,7 +344,9 @@ def open_path(path: str | os.PathLike[str]) -> Partition | Segment:
 
 def segment_files(root: str | os.PathLike[str]) -> list[tuple[Path, list[Path]]]:
     """(partition directory, its segments in offset order) for a ``.log`` file, or for every
-    directory holding segments at or below ``root``."""
+    directory holding segments at or below ``root``, but for partitions a broker renamed
+    (``<topic>-<partition>.<uuid>-delete``, ``-future``, ``-stray``: awaiting deletion, or
+    another copy of a live partition), which no consumer reads, unless ``root`` is one."""
     top = Path(root)
     if top.is_file():
         return [(top.parent, [top])]
@@ -352,7 +354,8 @@ def segment_files(root: str | os.PathLike[str]) -> list[tuple[Path, list[Path]]]
         raise FileNotFoundError(f"no such file or directory: {top}")
     found: dict[Path, list[Path]] = {}
     for log in top.rglob("*.log"):
-        if SEGMENT_NAME.match(log.name):
+        renamed = log.parent != top and RENAMED_SUFFIX.search(log.parent.name)
+        if SEGMENT_NAME.match(log.name) and not renamed:
             found.setdefault(log.parent, []).append(log)
     return [(directory, sorted(found[directory])) for directory in sorted(found)]
 

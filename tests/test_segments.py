@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -277,6 +278,17 @@ def test_verify_reports_corruption(tmp_path: Path, capsys: pytest.CaptureFixture
     for command in (["dump"], ["stats"]):   # their one error line names the file
         assert main([*command, str(broken)]) == 1
         assert str(broken) in capsys.readouterr().err
+
+
+def test_renamed_partitions_are_left_out_of_a_tree(tmp_path: Path) -> None:
+    """A partition renamed for deletion (or a future or stray replica) is not read with the
+    live one, unless asked for by its own path."""
+    live = segments.write_partition(tmp_path / "logs" / "t-0", sample_log(10))
+    renamed = tmp_path / "logs" / f"t-0.{'ab' * 16}-delete"
+    shutil.copytree(live, renamed)
+    assert [d for d, _ in segments.segment_files(tmp_path / "logs")] == [live]
+    assert [d for d, _ in segments.segment_files(renamed)] == [renamed]
+    assert segments.partition_of(renamed) == ("t", 0)
 
 
 def test_convert_keeps_aborted_transactions_and_the_tree(tmp_path: Path) -> None:

@@ -159,6 +159,12 @@ def test_ranges_prune_whole_segments(spark: Any, tmp_path: Path) -> None:
     assert sorted(r.offset for r in frame.select("offset").collect()) == list(range(600, 700))
     late = Options.parse({"startingTimestamp": str(1_700_000_000_000 + 15_000)})
     assert 0 < len(plan([str(partition)], late)) < len(segments)
+    # the last segment may still be written, and a zero-filled index shows nothing: neither
+    # is pruned by time
+    beyond = Options.parse({"startingTimestamp": str(1_700_000_000_000 + 10**9)})
+    assert [Path(s.path) for s in plan([str(partition)], beyond)] == [segments[-1]]
+    segments[0].with_suffix(".timeindex").write_bytes(bytes(12 * 8))
+    assert [Path(s.path) for s in plan([str(partition)], beyond)] == [segments[0], segments[-1]]
 
 
 def test_read_committed_uses_the_transaction_index(spark: Any, tmp_path: Path) -> None:
@@ -236,7 +242,7 @@ def test_explode_batches_decodes_each_arrow_batch_at_once(spark: Any) -> None:
         explode_batches(bad, topic="t").collect()
 
 
-@pytest.mark.parametrize("magic,codec", [(2, "gzip"), (1, "snappy")])
+@pytest.mark.parametrize("magic,codec", [(2, "gzip"), (1, "snappy"), (1, "none")])
 def test_writer_output_reads_back(spark: Any, tmp_path: Path, magic: int, codec: str) -> None:
     from kafka.record import MemoryRecords
 
@@ -256,6 +262,13 @@ def test_writer_output_reads_back(spark: Any, tmp_path: Path, magic: int, codec:
     assert values == events(1000)
     with pytest.raises(Exception, match="exists"):
         write_log(records, str(tmp_path / "out"), codec)
+    if magic == 2:   # records of no partition (a segment outside a partition directory)
+        loose = tmp_path / "loose" / "00000000000000000000.log"
+        loose.parent.mkdir()
+        loose.write_bytes(next(source.glob("*.log")).read_bytes())
+        unplaced = spark.read.format("kafka-log").load(str(loose))
+        with pytest.raises(Exception, match="partition of 0 or more"):
+            write_log(unplaced, str(tmp_path / "unplaced"), codec)
 
 
 def test_study_includes_plugins_shipped_to_executors(spark: Any, tmp_path: Path) -> None:

@@ -142,15 +142,20 @@ def write_log(frame: Any, path: str, codec: str = "none", *, level: int | None =
 
     import pyarrow as pa
 
-    from kcodec.segments import write_partition
+    from kcodec.segments import split_entries, write_partition
     shipped = ship_plugins([plugin])
 
     def write(table: Any) -> Any:
         register_shipped(shipped)
         rows = list(_records_to_batches(table, codec, level, magic, batch_records, plugin))
         topic, partition = rows[0][0] or "records", rows[0][1] or 0
-        target = write_partition(os.path.join(path, f"{topic}-{partition}"),
-                                 [row[4] for row in rows], segment_bytes=segment_bytes)
+        if partition < 0:   # (segments read from outside a <topic>-<partition> directory)
+            raise ValueError(f"records of {topic!r} with partition {partition}: a log "
+                             "directory is <topic>-<partition>, of a partition of 0 or more")
+        # uncompressed legacy data is a message a record: entries, not batches
+        entries = [entry for row in rows for entry in split_entries(row[4])]
+        target = write_partition(os.path.join(path, f"{topic}-{partition}"), entries,
+                                 segment_bytes=segment_bytes)
         return pa.table({"topic": [topic], "partition": pa.array([partition], pa.int32()),
                          "batches": [len(rows)], "records": [sum(r[3] for r in rows)],
                          "bytes": [sum(len(r[4]) for r in rows)], "path": [str(target)]})

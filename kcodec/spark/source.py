@@ -128,8 +128,8 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
                     continue   # every offset of this segment is below the range
                 if bases[i] >= options.offsets[1]:
                     continue
-                if _before(log, bases[i], options.timestamps[0]):
-                    continue
+                if following is not None and _before(log, bases[i], options.timestamps[0]):
+                    continue   # (the last segment may still be written: never pruned by time)
                 for start, end in _splits(log, bases[i], options.split_bytes):
                     slices.append(SegmentSlice(str(log), topic, partition, start, end, aborted))
     return slices
@@ -143,12 +143,16 @@ def _segments_under(root: str) -> list[tuple[Path, list[Path]]]:
 
 
 def _before(log: Path, base_offset: int, timestamp: int) -> bool:
-    """True when the segment's time index shows no record at or after ``timestamp``."""
+    """True when a rolled segment's time index shows no record at or after ``timestamp``:
+    its last entry, written when it rolled, holds its largest timestamp. An index that
+    starts with a zero entry (preallocated, never written) shows nothing."""
     time_index = log.with_suffix(".timeindex")
     if timestamp == INT64_MIN or not time_index.exists():
         return False
     entries = read_time_index(time_index, base_offset)
-    return bool(entries) and entries[-1].timestamp < timestamp
+    if not entries or (entries[0].timestamp, entries[0].offset) == (0, base_offset):
+        return False
+    return entries[-1].timestamp < timestamp
 
 
 def _splits(log: Path, base_offset: int, split_bytes: int) -> list[tuple[int, int]]:
