@@ -102,7 +102,10 @@ def _headers(pa: Any, chunk: dict[str, Any]) -> Any:
     struct = pa.StructArray.from_arrays([keys, values], names=["key", "value"])
     offsets = chunk["header_offsets"]
     lists = pa.LargeListArray if offsets.dtype == np.int64 else pa.ListArray
-    return lists.from_arrays(pa.array(offsets), struct)
+    # a record without headers has null ones, as in Spark's Kafka source
+    none = np.diff(offsets) == 0
+    return lists.from_arrays(pa.array(offsets), struct,
+                             mask=pa.array(none) if none.any() else None)
 
 
 _BATCH_TYPES = {"magic": "int8", "compression": "int8", "producer_id": "int64",

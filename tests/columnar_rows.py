@@ -51,7 +51,7 @@ def arrow_rows(table: Any) -> list[tuple[Any, ...]]:
         ts = row["timestamp"]
         millis = None if ts is None else round(ts.timestamp() * 1000)
         out.append((row["offset"], millis, row["key"], row["value"],
-                    [(h["key"], h["value"]) for h in row["headers"]]))
+                    [(h["key"], h["value"]) for h in row["headers"] or []]))
     return out
 
 

@@ -884,6 +884,11 @@ def test_arrow_schema_is_sparks() -> None:
     assert table.column("headers").to_pylist() == [[{"key": "h", "value": b"1"}]]
     empty = kcodec.decode_arrow(b"", topic="t")
     assert empty.num_rows == 0 and "value" in empty.column_names
+    # records without headers have null ones, as Spark's Kafka source gives them
+    log = mixed_log()
+    headers = kcodec.decode_arrow(log, include_headers=True).column("headers").to_pylist()
+    assert [h is None for h in headers] == [not row[4] for row in rows(log)]
+    assert any(h is None for h in headers) and any(h for h in headers)
 
 
 def test_errors_carry_positions() -> None:
