@@ -167,6 +167,17 @@ def test_ranges_prune_whole_segments(spark: Any, tmp_path: Path) -> None:
     assert [Path(s.path) for s in plan([str(partition)], beyond)] == [segments[0], segments[-1]]
 
 
+def test_options_in_other_words_are_refused() -> None:
+    """Spark's Kafka source's start and end options, and values that are not numbers, are
+    refused with what kafka-log takes instead (they had been ignored, or a bare int())."""
+    from kcodec.spark.source import Options
+    with pytest.raises(ValueError, match="startingOffset, not Spark's Kafka source's"):
+        Options.parse({"startingOffsets": "earliest"})
+    with pytest.raises(ValueError, match="startingOffset takes an integer, not 'earliest'"):
+        Options.parse({"startingOffset": "earliest"})
+    assert Options.parse({"STARTINGOFFSET": "5"}).offsets[0] == 5
+
+
 def test_read_committed_uses_the_transaction_index(spark: Any, tmp_path: Path) -> None:
     from .conftest import write_transactional_partition
     partition = write_transactional_partition(tmp_path)

@@ -10,7 +10,7 @@ Each partition is decoded by :func:`kcodec.iter_arrow` into Arrow record batches
 from __future__ import annotations
 
 import mmap
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,13 @@ class SegmentSlice(InputPartition):
     aborted: tuple[AbortedTransaction, ...]   # read_committed: the partition's
 
 
+# Spark's Kafka source's options for where to start and end, which name offsets of many
+# partitions (JSON) or "earliest"/"latest": kafka-log's own, for one log, instead
+SPARK_KAFKA_OPTIONS = {"startingOffsets": "startingOffset", "endingOffsets": "endingOffset",
+                       "startingOffsetsByTimestamp": "startingTimestamp",
+                       "endingOffsetsByTimestamp": "endingTimestamp"}
+
+
 @dataclass(frozen=True)
 class Options:
     """The reader's options, parsed once (Spark passes them as strings)."""
@@ -77,6 +84,10 @@ class Options:
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> Options:
         get = {k.lower(): v for k, v in options.items()}.get
+        for name, ours in SPARK_KAFKA_OPTIONS.items():
+            if get(name.lower()) is not None:
+                raise ValueError(f"kafka-log reads one log's offsets and times: {ours}, not "
+                                 f"Spark's Kafka source's {name}")
         mode = get("mode", "FAILFAST").upper()
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -89,13 +100,14 @@ class Options:
             metadata=_flag(get("includemetadata")),
             include_control=_flag(get("includecontrolrecords")),
             read_committed=isolation == "read_committed",
-            offsets=(int(get("startingoffset", INT64_MIN)), int(get("endingoffset", INT64_MAX))),
-            timestamps=(int(get("startingtimestamp", INT64_MIN)),
-                        int(get("endingtimestamp", INT64_MAX))),
+            offsets=(_integer(get, "startingOffset", INT64_MIN),
+                     _integer(get, "endingOffset", INT64_MAX)),
+            timestamps=(_integer(get, "startingTimestamp", INT64_MIN),
+                        _integer(get, "endingTimestamp", INT64_MAX)),
             mode=mode,
             corrupt_column=get("columnnameofcorruptrecord", "_corrupt_record"),
-            split_bytes=int(get("maxbytesperpartition", DEFAULT_SPLIT_BYTES)),
-            chunk_records=int(get("chunkrecords", 1 << 16)),
+            split_bytes=_integer(get, "maxBytesPerPartition", DEFAULT_SPLIT_BYTES),
+            chunk_records=_integer(get, "chunkRecords", 1 << 16),
         )
 
     def schema(self) -> str:
@@ -111,6 +123,17 @@ class Options:
 
 def _flag(value: str | None) -> bool:
     return (value or "false").strip().lower() == "true"
+
+
+def _integer(get: Callable[[str], str | None], name: str, default: int) -> int:
+    """The option ``name`` as an int (``default`` when not given)."""
+    value = get(name.lower())
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"kafka-log option {name} takes an integer, not {value!r}") from None
 
 
 def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
