@@ -125,7 +125,7 @@ class Progress:
 
 @contextlib.contextmanager
 def _naming(path: Path) -> Iterator[None]:
-    """Errors raised within name ``path`` (main prints the note after the message)."""
+    """Name ``path`` in the kcodec errors raised within (main prints it after the message)."""
     try:
         yield
     except kcodec.errors.KcodecError as exc:
