@@ -282,9 +282,7 @@ cdef class BatchBuilder:
         cdef int codec = _codec_id(compression)
         if codec == COMPRESSION_NONE and level is not None:
             raise ValueError("a compression level needs a codec")
-        if codec == COMPRESSION_NONE and plugin is not None:
-            raise ValueError("a plugin name goes with compression='pluggable' only")
-        if codec != COMPRESSION_NONE:
+        if codec != COMPRESSION_NONE or plugin is not None:   # (a plugin: refused for none)
             self._compress = _compressor_of(codec, level, magic, plugin)
         self._plugin_prefix = _name_prefix(plugin) if plugin is not None else b""
         if magic < 2:
