@@ -567,6 +567,8 @@ cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t m
                 break
     if no_memory:
         raise MemoryError()
+    if run.n == 0:   # the bytes changed since the check above (another thread wrote them)
+        return None
     run.buf = buf
     run._strict = strict
     run._max_decompressed_size = max_decompressed_size

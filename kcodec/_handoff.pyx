@@ -107,11 +107,12 @@ cdef class Signal:
         return kc_atomic_load(&self.count)
 
 
-def serve(Signal posted, Signal done, run_posted, double spin) -> None:
-    """A helper thread's loop: wait for ``posted`` to move, call ``run_posted()``, notify
-    ``done``; forever. The notify and the wait for the next job share one stretch without
-    the GIL. ``run_posted`` is not to raise: it keeps its job's failure for the caller."""
-    cdef int64_t seen = posted.count
+def serve(Signal posted, Signal done, run_posted, double spin, int64_t seen) -> None:
+    """A helper thread's loop: wait for ``posted`` to move past ``seen`` (its count when
+    the helper was made: a job posted before the thread first runs is not missed), call
+    ``run_posted()``, notify ``done``; forever. The notify and the wait for the next job
+    share one stretch without the GIL. ``run_posted`` is not to raise: it keeps its job's
+    failure for the caller."""
     cdef int64_t spin_ns = <int64_t>(spin * 1e9)
     cdef bint ran = False
     while True:

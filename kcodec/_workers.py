@@ -53,7 +53,9 @@ class _Helper:
         self.job: Callable[[], object] | None = None
         self.done_before = 0   # done's count when the job running now was posted
         self.failure: BaseException | None = None
-        threading.Thread(target=serve, args=(self.posted, self.done, self._run_posted, spin),
+        # (the count is read here, not by the thread: a job may be posted before it runs)
+        threading.Thread(target=serve, args=(self.posted, self.done, self._run_posted, spin,
+                                             self.posted.count),
                          name="kcodec-decode", daemon=True).start()
 
     def _run_posted(self) -> None:

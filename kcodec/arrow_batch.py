@@ -152,3 +152,53 @@ def record_batch(chunk: dict[str, Any], names: Sequence[str], topic: str | None,
         return pa.RecordBatch.from_struct_array(pa.StructArray.from_buffers(pa.struct([]), n,
                                                                             [None]))
     return pa.RecordBatch.from_arrays(arrays, names=list(names))
+
+
+_INT32_MAX = (1 << 31) - 1
+
+
+def narrowed(batch: pyarrow.RecordBatch, schema: pyarrow.Schema,
+             limit: int = _INT32_MAX) -> list[pyarrow.RecordBatch]:
+    """``batch`` in ``schema``, whose binary, string and list columns have int32 offsets:
+    as it is when it already is, else cut into runs of rows whose bytes (and header
+    counts) in each column reach at most ``limit`` and cast (a chunk past 2 GiB, which
+    the decoder gave with int64 offsets, for a reader that takes Spark's types)."""
+    import pyarrow as pa
+    if batch.schema == schema:
+        return [batch]
+    spans = [span for column in batch.columns for span in _row_positions(column)]
+    pieces = []
+    start, n = 0, batch.num_rows
+    while start < n:
+        end = n
+        for span in spans:
+            reach = int(np.searchsorted(span, span[start] + limit, side="right")) - 1
+            end = min(end, reach)
+        end = max(end, start + 1)
+        # (copied out of the chunk's buffers first: pyarrow refuses to cast a slice whose
+        # buffers pass 2 GiB)
+        piece = batch.slice(start, end - start)
+        compact = [pa.concat_arrays([column]) for column in piece.columns]
+        pieces.append(pa.RecordBatch.from_arrays(compact, schema=piece.schema).cast(schema))
+        start = end
+    return pieces
+
+
+def _row_positions(column: Any) -> list[np.ndarray]:
+    """For a column with int64 offsets, where each row starts (and the end) in each of its
+    offset-addressed buffers: its own, and for headers their count and key and value
+    bytes."""
+    import pyarrow as pa
+    kind = column.type
+    if pa.types.is_large_binary(kind) or pa.types.is_large_string(kind):
+        offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)
+        return [offsets[column.offset:column.offset + len(column) + 1]]
+    if pa.types.is_large_list(kind):
+        rows = np.asarray(column.offsets)
+        entries = column.values
+        found = [rows]
+        for i in range(entries.type.num_fields):
+            for inner in _row_positions(entries.field(i)):
+                found.append(inner[rows])
+        return found
+    return []

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
@@ -41,7 +42,7 @@ from kcodec._legacy import LegacyBatch, LegacyRun
 from kcodec._select import select_entries
 from kcodec._stretches import decode_stretches
 from kcodec._workers import run_all
-from kcodec.arrow_batch import record_batch
+from kcodec.arrow_batch import narrowed, record_batch
 from kcodec.errors import KcodecError
 
 if TYPE_CHECKING:
@@ -413,7 +414,9 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
     """Arrow record batches of about ``chunk_records`` records each (whole Kafka batches),
     with the columns and options of :func:`decode_columns` in Spark's types; ``topic`` and
     ``partition`` fill those columns (null without them). Memory follows the chunk, not the
-    input, and with ``threads`` each thread decodes and assembles chunks of its own.
+    input, and with ``threads`` each thread decodes and assembles chunks of its own. A
+    chunk whose keys, values or headers pass 2 GiB comes in pieces, so that every batch
+    has the same types (int32 offsets, as Spark's binary).
 
     With ``binary_view``, key and value are Arrow ``binary_view`` columns whose values stay
     where they are: in ``data`` (which the arrays then keep alive) and in each compressed
@@ -435,8 +438,27 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
     def finish(chunk: dict[str, Any]) -> pyarrow.RecordBatch:
         return record_batch(chunk, names, topic, partition)
 
-    yield from _iter_chunks(data, frame, select, want, options, chunk_records, threads,
-                            finish, aborted_transactions is None)
+    for batch in _iter_chunks(data, frame, select, want, options, chunk_records, threads,
+                              finish, aborted_transactions is None):
+        if _wide(batch.schema):   # a chunk past 2 GiB: in pieces of the usual types
+            yield from narrowed(batch, _empty_batch(names, want, binary_view, topic,
+                                                    partition).schema)
+        else:
+            yield batch
+
+
+def _wide(schema: pyarrow.Schema) -> bool:
+    """Whether a column has int64 offsets (as the decoder gives a chunk past 2 GiB)."""
+    import pyarrow as pa
+    return any(pa.types.is_large_binary(f.type) or pa.types.is_large_string(f.type)
+               or pa.types.is_large_list(f.type) for f in schema)
+
+
+def _empty_batch(names: Sequence[str], want: int, binary_view: bool, topic: str | None,
+                 partition: int | None) -> pyarrow.RecordBatch:
+    """No record, in the columns and types iter_arrow gives."""
+    empty = decode_chunk([], want, views=binary_view, arrow=True)
+    return record_batch(empty, names, topic, partition)
 
 
 def _iter_chunks(data: Any, frame: Framer, select: Selector, want: int,
@@ -450,7 +472,8 @@ def _iter_chunks(data: Any, frame: Framer, select: Selector, want: int,
         # entries are framed a window at a time (a chunk for each thread), so memory is
         # bounded by the window however long the input; an error met framing or selecting
         # is raised after the entries before it are decoded
-        for window in entry_windows(select(frame(position)), chunk_records * threads):
+        window_records = _window_records(chunk_records, threads)
+        for window in entry_windows(select(frame(position)), window_records):
             # a chunk for each thread, which it finishes too (chunks smaller than
             # RECORDS_A_THREAD, when asked for, are shared among fewer threads)
             groups = entry_groups(window, threads, min(RECORDS_A_THREAD, chunk_records))
@@ -468,9 +491,14 @@ def _iter_chunks(data: Any, frame: Framer, select: Selector, want: int,
         yield from decode_stretches(data, memoryview(data).nbytes, stretch,
                                     lambda window: finish(decode_chunk(window, want, **options)),
                                     framed_by_one_thread, threads, chunk_records,
-                                    chunk_records * threads, RECORDS_A_THREAD)
+                                    _window_records(chunk_records, threads), RECORDS_A_THREAD)
     else:
         yield from framed_by_one_thread(0)
+
+
+def _window_records(chunk_records: int, threads: int) -> int:
+    """Records framed at a time: a chunk for each thread (at most what an ssize_t holds)."""
+    return min(chunk_records * threads, sys.maxsize)
 
 
 def _records_a_run(window_records: int) -> int:
@@ -503,8 +531,7 @@ def decode_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None =
         allow_magic3=allow_magic3, binary_view=binary_view))
     if not batches:
         names = column_names(columns, include_headers, metadata)
-        empty = decode_chunk([], _want(names), views=binary_view, arrow=True)
-        batches = [record_batch(empty, names, topic, partition)]
+        batches = [_empty_batch(names, _want(names), binary_view, topic, partition)]
     return pa.Table.from_batches(batches)
 
 

@@ -147,3 +147,63 @@ def test_offsets_past_2_gib_fall_back_to_large_types() -> None:
     assert table.schema.field("key").type == pa.large_binary()
     assert table.column("key").to_pylist() == [b"k", b"k"]
     assert pc.binary_length(table.column("value")).to_pylist() == [size] * 2
+    # as iter_arrow gives it: in pieces with int32 offsets
+    from kcodec.arrow_batch import narrowed
+    usual = kcodec.decode_arrow(b"", columns=["key", "value", "timestamp"]).schema
+    pieces = narrowed(table.to_batches()[0], usual)
+    del table
+    assert [p.num_rows for p in pieces] == [1, 1] and all(p.schema == usual for p in pieces)
+    assert [pc.binary_length(p.column("value")).to_pylist() for p in pieces] == [[size]] * 2
+
+
+def test_narrowed_cuts_a_large_chunk_into_spark_types() -> None:
+    """A chunk with int64 offsets (past 2 GiB) becomes batches of the int32-offset schema,
+    each within the byte limit in every column (headers' keys and values too), the same
+    rows in order; a chunk already in the schema is given back as it is."""
+    from kcodec.arrow_batch import narrowed
+    builder = kcodec.BatchBuilder()
+    for i in range(60):
+        builder.append(b"v%d" % i * (i + 1), key=None if i % 7 == 0 else b"k%d" % i,
+                       headers=[("h", b"x" * i)] * (i % 3))
+    table = kcodec.decode_arrow(builder.build(), include_headers=True)
+    (chunk,) = table.to_batches()
+    header = pa.struct([("key", pa.large_string()), ("value", pa.large_binary())])
+    large = pa.schema([pa.field(f.name, {pa.binary(): pa.large_binary(),
+                                         pa.string(): pa.large_string()}.get(f.type, f.type))
+                       if f.name != "headers" else pa.field(f.name, pa.large_list(header))
+                       for f in table.schema])
+    wide = chunk.cast(large)
+    pieces = narrowed(wide, table.schema, limit=100)
+    assert len(pieces) > 10 and all(p.schema == table.schema for p in pieces)
+    assert pa.Table.from_batches(pieces).equals(table)
+    for piece in pieces[:-1]:   # each piece holds as many rows as fit
+        value = piece.column("value")
+        assert piece.num_rows == 1 or sum(len(v) for v in value.to_pylist()) <= 100
+    assert narrowed(chunk, table.schema) == [chunk]
+
+
+def test_a_stream_keeps_its_types_past_2_gib(monkeypatch: pytest.MonkeyPatch) -> None:
+    """iter_arrow (and so decode_arrow, export and the Spark source) gives a chunk the
+    decoder made with int64 offsets as pieces of the usual types: here every chunk is made
+    so, as if each had passed 2 GiB."""
+    import kcodec.columnar as columnar
+    builder = kcodec.BatchBuilder()
+    for i in range(40):
+        builder.append(b"value %d" % i * 9, key=b"k%d" % i, headers=[("h", b"%d" % i)])
+    data = builder.build() * 3
+    expected = kcodec.decode_arrow(data, include_headers=True, chunk_records=40)
+
+    def wide(chunk: dict[str, Any], names: Any, topic: Any, partition: Any) -> Any:
+        batch = record_batch(chunk, names, topic, partition)
+        if not batch.num_rows:   # (the empty batch that gives the usual types)
+            return batch
+        header = pa.struct([("key", pa.large_string()), ("value", pa.large_binary())])
+        return batch.cast(pa.schema([
+            pa.field(f.name, pa.large_list(header) if f.name == "headers" else
+                     {pa.binary(): pa.large_binary(), pa.string(): pa.large_string()}.get(
+                         f.type, f.type)) for f in batch.schema]))
+    monkeypatch.setattr(columnar, "record_batch", wide)
+    for threads in (1, 2):
+        table = kcodec.decode_arrow(data, include_headers=True, chunk_records=40,
+                                    threads=threads)
+        assert table.schema == expected.schema and table.equals(expected)

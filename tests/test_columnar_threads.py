@@ -217,3 +217,54 @@ def test_gathering_refuses_views_outside_their_buffers() -> None:
     with pytest.raises(ValueError, match="record 0 points outside"):   # no room
         gather_views([(chunk["value_views"], chunk["value_data"], offsets, data[:31], 0)],
                      chunk["view_sources"], 1)
+
+
+def test_input_written_during_a_decode_is_no_crash() -> None:
+    """Another thread rewriting the input (same length, which its export allows) while
+    several threads frame it gives an exception or some result, never a crash: a run of
+    batches checked with the GIL held and framed without it may come out empty."""
+    import sys
+    import threading
+    good, bad = bytearray(), bytearray()
+    for k in range(300):
+        plain = kcodec.BatchBuilder(base_offset=2 * k)   # framed in a run of plain batches
+        plain.append(b"value", key=b"k", timestamp=TS)
+        head = bytearray(plain.build())
+        txn = kcodec.BatchBuilder(base_offset=2 * k + 1, producer_id=1, producer_epoch=0,
+                                  base_sequence=k, is_transactional=True)   # ends the run
+        txn.append(b"value", timestamp=TS)
+        good += head + txn.build()
+        head[57:61] = b"\xff\xff\xff\xff"   # a record count no run takes
+        bad += head + txn.build()
+    buf = bytearray(good)
+    stop = threading.Event()
+
+    def rewrite() -> None:
+        while not stop.is_set():
+            buf[:] = bad
+            buf[:] = good
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        for _ in range(1000):
+            try:
+                kcodec.decode_columns(buf, validate_crc=False, threads=2)
+            except kcodec.errors.KcodecError:
+                pass
+    finally:
+        stop.set()
+        writer.join()
+        sys.setswitchinterval(interval)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_chunk_of_everything(threads: int) -> None:
+    """chunk_records of any size, the largest an int holds too, with any threads."""
+    import sys
+    data = mixed_log()
+    expected = kcodec.decode_arrow(data)
+    assert kcodec.decode_arrow(data, chunk_records=sys.maxsize, threads=threads).equals(expected)
+    chunks = list(kcodec.iter_columns(data, chunk_records=sys.maxsize, threads=threads))
+    assert sum(len(c["offset"]) for c in chunks) == expected.num_rows

@@ -9,6 +9,7 @@ import select
 import signal
 import threading
 import warnings
+from typing import Any
 
 import pytest
 
@@ -138,3 +139,25 @@ def test_a_helper_hands_back_what_its_job_raised_and_serves_on() -> None:
     helper.post(lambda: ran.append(threading.current_thread().name))
     helper.join(1e-3)
     assert ran == ["kcodec-decode"]
+
+
+def test_a_job_posted_before_its_helper_runs_is_not_missed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new helper thread may first run after the caller has posted its job (here held
+    back 50 ms, as a busy machine may hold it): it still runs the job."""
+    import time
+
+    import kcodec._workers as workers
+    from kcodec._handoff import serve
+
+    def late_serve(*args: Any) -> None:
+        time.sleep(0.05)
+        serve(*args)
+    monkeypatch.setattr(workers, "serve", late_serve)
+    monkeypatch.setattr(workers, "_idle", [])   # new helpers, not the ones running
+    done: list[list[int]] = []
+    caller = threading.Thread(target=lambda: done.append(run_all(lambda i: i * 2, range(4), 2)),
+                              daemon=True)
+    caller.start()
+    caller.join(10)
+    assert done == [[0, 2, 4, 6]]
