@@ -25,6 +25,7 @@ class BatchBuilder:
         delete_horizon_ms: int | None = None,
         plugin: str | None = None,
         max_timestamp: int | None = None,
+        last_offset: int | None = None,
         headers_first: bool = False,
     ) -> None: ...
     @property

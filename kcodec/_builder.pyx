@@ -236,7 +236,9 @@ cdef class BatchBuilder:
     ``compression`` and ``level`` choose the codec; ``compression="pluggable"`` with
     ``plugin="<name>"`` compresses with a registered plugin (:mod:`kcodec.plugins`).
     ``max_timestamp`` states the header's maxTimestamp (default: the largest record
-    timestamp; conversion keeps a batch's own); ``magic=3`` writes KIP-931's format, and
+    timestamp; conversion keeps a batch's own), ``last_offset`` the header's last offset
+    (default: the last record's; a compacted batch keeps its original one, as Kafka's
+    cleaner does with ``overrideLastOffset``); ``magic=3`` writes KIP-931's format, and
     with ``headers_first=True`` puts every record's metadata before all values.
     """
     cdef Scratch _buf              # the batch under construction, header space first
@@ -258,6 +260,7 @@ cdef class BatchBuilder:
     cdef int _magic
     cdef Py_ssize_t _records_at     # where the records start in _buf (header space before)
     cdef object _stated_max_timestamp  # the header's maxTimestamp when given (conversion)
+    cdef object _stated_last_offset    # the header's last offset when given (compaction)
     cdef bytes _plugin_prefix       # codec 5: its length byte and UTF-8 bytes
 
     def __cinit__(self):
@@ -275,7 +278,7 @@ cdef class BatchBuilder:
                  bint is_transactional=False, bint is_control=False,
                  timestamp_type=TimestampType.CREATE_TIME, log_append_time=None,
                  delete_horizon_ms=None, plugin=None, max_timestamp=None,
-                 bint headers_first=False):
+                 last_offset=None, bint headers_first=False):
         if magic not in (0, 1, 2, 3):
             raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2, or "
                              "KIP-931's experimental 3)")
@@ -325,6 +328,13 @@ cdef class BatchBuilder:
         self._base_sequence = base_sequence
         self._max_timestamp = -1
         self._stated_max_timestamp = max_timestamp
+        if last_offset is not None:
+            if magic < 2:
+                raise ValueError("last_offset is a magic-2 and 3 header field")
+            if not 0 <= last_offset - base_offset <= INT32_MAX:
+                raise ValueError(f"last_offset {last_offset} is not within an int32 above "
+                                 f"base_offset {base_offset}")
+        self._stated_last_offset = last_offset
 
     @property
     def record_count(self):
@@ -344,10 +354,18 @@ cdef class BatchBuilder:
             return self._stated_max_timestamp
         return self._max_timestamp
 
+    cdef int32_t _header_last_offset_delta(self):
+        """lastOffsetDelta: of the stated last offset, or of the last record when later
+        (build refuses that)."""
+        cdef int64_t last = self._last_offset
+        if self._stated_last_offset is not None and self._stated_last_offset > last:
+            last = self._stated_last_offset
+        return <int32_t>(last - self._base_offset)
+
     cdef Py_ssize_t _v3_header_size(self):
         cdef int64_t max_ts = self._header_max_timestamp()
         return (V3_FIXED_SIZE
-                + kc_sizeof_varint(<int32_t>(self._last_offset - self._base_offset))
+                + kc_sizeof_varint(self._header_last_offset_delta())
                 + kc_sizeof_varlong(self._base_timestamp)
                 + kc_sizeof_varlong(<int64_t>(<uint64_t>max_ts - <uint64_t>self._base_timestamp)))
 
@@ -534,6 +552,9 @@ cdef class BatchBuilder:
         if self._count == 0:
             self._built = b""
             return self._built
+        if self._stated_last_offset is not None and self._stated_last_offset < self._last_offset:
+            raise ValueError(f"last_offset {self._stated_last_offset} is below the last "
+                             f"record's offset {self._last_offset}")
         if self._magic < 2:
             self._built = self._build_legacy()
             scratch_give_back(self._buf)
@@ -570,7 +591,7 @@ cdef class BatchBuilder:
             memcpy(p + header, <const char *>self._plugin_prefix, prefix)
             memcpy(p + header + prefix, region, region_size)
         _write_header(p, self._magic, size, self._base_offset,
-                      <int32_t>(self._last_offset - self._base_offset), self._leader_epoch,
+                      self._header_last_offset_delta(), self._leader_epoch,
                       self._attributes, self._base_timestamp, max_ts, self._producer_id,
                       self._producer_epoch, self._base_sequence, self._count)
         self._built = (built if codec or headers_first

@@ -246,7 +246,7 @@ def scan_metadata(region, int32_t count, bint has_attributes, bint strict,
             max_timestamp if log_append
             else <int64_t>(<uint64_t>base_timestamp + <uint64_t>r.timestamp_delta),
             None if r.key == NULL else PyBytes_FromStringAndSize(<const char *>r.key, r.key_len),
-            headers, r.value_len))
+            headers, -1 if r.value_len < 0 else r.value_len))
     if p != meta_end:
         raise InvalidRecordError("the headers-first meta block disagrees with the record count")
     return out

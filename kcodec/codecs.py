@@ -166,10 +166,14 @@ def _gzip_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
     _gzip_decompress_zlib(data, limit, sink)
 
 
-def _gzip_decompress_zlib(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
+def _gzip_decompress_zlib(data: memoryview, limit: int, sink: ScratchBuffer,
+                          want: int | None = None) -> None:
+    """Every member of ``data`` into ``sink``; with ``want``, only until it holds that many
+    bytes."""
+    stop = limit + 1 if want is None else min(want, limit + 1)
     rest: bytes | memoryview = data
     first = True
-    while rest:
+    while rest and len(sink) < stop:
         if len(rest) < 10 or bytes(rest[:2]) != b"\x1f\x8b":
             if first:
                 raise CompressionError("Not in GZIP format")
@@ -177,9 +181,9 @@ def _gzip_decompress_zlib(data: memoryview, limit: int, sink: ScratchBuffer) -> 
         first = False
         member = zlib.decompressobj(wbits=31)
         pending = rest
-        while True:
+        while len(sink) < stop:
             try:
-                chunk = member.decompress(pending, limit - len(sink) + 1)
+                chunk = member.decompress(pending, stop - len(sink))
             except zlib.error as exc:
                 raise CompressionError(f"corrupt gzip data: {exc}") from None
             if len(sink) + len(chunk) > limit:
@@ -455,26 +459,27 @@ def decompress_prefix(codec: Compression | int | str, data: Any, want: int,
     view = memoryview(data).cast("B")
     limit = decompression_limit(max_size)
     if kind in (_SNAPPY, _LZ4):
-        sink = ScratchBuffer(min(limit, want + (1 << 16)))
+        sink = ScratchBuffer(min(limit, want + (1 << 16), 1 << 20))
         if kind == _SNAPPY:
             snappy_into(view, limit, sink, want)
         else:
             lz4_frame_into(view, 2, limit, sink, want)
         return sink.tobytes()
     if kind == _GZIP:
-        member = zlib.decompressobj(wbits=31)
-        try:
-            return member.decompress(view, want)
-        except zlib.error as exc:
-            raise CompressionError(f"corrupt gzip data: {exc}") from None
+        sink = ScratchBuffer(min(limit, want, 1 << 16) + 1)
+        _gzip_decompress_zlib(view, limit, sink, want)
+        return sink.tobytes()
     if kind == _ZSTD:
+        stop = min(want, limit + 1)
         out = bytearray()
         try:
             with _zstd_decompressor().stream_reader(view, read_across_frames=True) as reader:
-                while len(out) < want and (chunk := reader.read(want - len(out))):
+                while len(out) < stop and (chunk := reader.read(min(stop - len(out), 1 << 20))):
                     out += chunk
         except zstandard.ZstdError as exc:
             raise CompressionError(f"corrupt zstd data: {exc}") from None
+        if len(out) > limit:
+            raise DecompressionLimitError.exceeding(limit)
         return bytes(out)
     return decompress(kind, view, max_size=max_size)
 

@@ -123,6 +123,10 @@ def convert(data: Any, *, magic: int, compression: Compression | int | str | Non
         try:
             out += _convert_group(group, magic, _Target(target, level, plugin), rep,
                                   max_batch_bytes)
+        except KcodecError as exc:  # as a codec the target cannot hold: at its batch
+            if exc.position is None:
+                exc.position = group[0].position
+            raise
         except ValueError as exc:  # offsets the target cannot lay out (backwards, too far apart)
             raise InvalidRecordError(f"cannot convert: {exc}", position=group[0].position) from None
     if rep.lossy:
@@ -206,7 +210,8 @@ def _convert_group(group: Sequence[Entry], magic: int, target: _Target,
             if magic < 2:
                 rep.dropped_control_batches += 1
                 return b""
-            codec, plugin = Compression.NONE, None  # Kafka never compresses a control batch
+            # Kafka never compresses a control batch
+            codec, level, plugin = Compression.NONE, None, None
         return _from_v2(first, magic, codec, level, rep, plugin)
     records = [r for entry in group for r in entry]
     return _from_legacy(group, records, magic, codec, level, rep, max_batch_bytes, plugin)
@@ -261,8 +266,11 @@ def check_writable(records: Sequence[Record], position: int, *, offsets: bool = 
 def rebuild(batch: RecordBatch, magic: int, codec: Compression, level: int | None = None,
             plugin: str | None = None, records: Sequence[Record] | None = None) -> bytes:
     """A batch of magic 2 or 3 holding ``batch``'s records and header fields, compressed
-    with ``codec`` (what conversion writes, and what :mod:`kcodec.kip931` compares)."""
+    with ``codec`` (what conversion writes, and what :mod:`kcodec.kip931` compares). The
+    last offset is the header's, which compaction leaves past the last record kept."""
     log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+    records = batch.records() if records is None else records
+    check_writable(records, batch.position, base_offset=batch.base_offset)
     builder = BatchBuilder(
         magic=magic, compression=codec, level=level, plugin=plugin,
         base_offset=batch.base_offset, partition_leader_epoch=batch.partition_leader_epoch,
@@ -271,9 +279,8 @@ def rebuild(batch: RecordBatch, magic: int, codec: Compression, level: int | Non
         is_control=batch.is_control, timestamp_type=batch.timestamp_type,
         log_append_time=batch.max_timestamp if log_append else None,
         delete_horizon_ms=batch.delete_horizon_ms,
-        max_timestamp=None if log_append else batch.max_timestamp)
-    records = batch.records() if records is None else records
-    check_writable(records, batch.position, base_offset=batch.base_offset)
+        max_timestamp=None if log_append else batch.max_timestamp,
+        last_offset=_kept_last_offset(batch, records))
     for r in records:
         if batch.is_control:
             builder.append_control_record(r.key, r.value, timestamp=r.timestamp,
@@ -282,6 +289,16 @@ def rebuild(batch: RecordBatch, magic: int, codec: Compression, level: int | Non
             builder.append(r.value, key=r.key, timestamp=r.timestamp, headers=r.headers,
                            offset=r.offset)
     return builder.build()
+
+
+def _kept_last_offset(batch: RecordBatch, records: Sequence[Record]) -> int | None:
+    """The header's last offset when it lies past the last record, within an int32 of the
+    base offset (as compaction leaves it); None (the last record's) otherwise, as for a
+    header whose delta is negative or wraps past int64."""
+    last = batch.last_offset
+    if records and records[-1].offset < last <= batch.base_offset + MAX_OFFSET_DELTA:
+        return last
+    return None
 
 
 def _legacy_entries(records: Sequence[Record], magic: int, codec: Compression,

@@ -18,6 +18,7 @@ from kcodec._headers_first import RecordMetadata, meta_prefix, metadata, scan_me
 from kcodec.constants import RECORD_BATCH_OVERHEAD as HEADER_SIZE
 from kcodec.constants import Compression, TimestampType
 from kcodec.convert import rebuild
+from kcodec.errors import KcodecError
 
 #: Magic-3 attribute bits: records without their attributes byte (KIP-931), and kcodec's
 #: headers-first layout (FORMAT.md §8.3).
@@ -25,23 +26,31 @@ NO_RECORD_ATTRIBUTES = 0x80
 HEADERS_FIRST = 0x100
 
 
-def scan(batch: RecordBatch) -> list[RecordMetadata]:
+def scan(batch: RecordBatch, max_decompressed_size: int | None = None) -> list[RecordMetadata]:
     """Offsets, timestamps, keys, headers and value sizes of a batch's records.
 
     For a headers-first magic-3 batch (FORMAT.md §8.3) only the meta block is read: of a
-    gzip or zstd batch, only the prefix of the stream that holds it is decompressed. Any
-    other batch is decoded whole (what a validating scan of magic 2 has to do)."""
+    gzip or zstd batch, only the prefix of the stream that holds it is decompressed, within
+    ``max_decompressed_size`` (None: kcodec.codecs' global limit). Any other batch is
+    decoded whole (what a validating scan of magic 2 has to do)."""
     if not (batch.magic == 3 and batch.attributes & HEADERS_FIRST):
         return [metadata(r.offset, r.timestamp, r.key, r.headers,
                          -1 if r.value is None else len(r.value))
                 for r in batch.records()]
     if not batch.record_count:
         return []
-    region = meta_prefix(batch.compression_id, batch.buffer[batch.header_size:])
     log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
-    return scan_metadata(region, batch.record_count, not batch.attributes & NO_RECORD_ATTRIBUTES,
-                         False, batch.base_offset, batch.base_timestamp, log_append,
-                         batch.max_timestamp)
+    try:
+        region = meta_prefix(batch.compression_id, batch.buffer[batch.header_size:],
+                             max_decompressed_size)
+        return scan_metadata(region, batch.record_count,
+                             not batch.attributes & NO_RECORD_ATTRIBUTES, False,
+                             batch.base_offset, batch.base_timestamp, log_append,
+                             batch.max_timestamp)
+    except KcodecError as exc:
+        if exc.position is None:
+            exc.position = batch.position + batch.header_size
+        raise
 
 
 @dataclasses.dataclass

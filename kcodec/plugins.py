@@ -149,7 +149,9 @@ def names() -> list[str]:
 
 def get(name: str) -> PluggableCodec:
     """The codec registered or installed as exactly ``name``; UnknownPluginError if none."""
-    codec = _registered.get(name) or _loaded.get(name)  # single dict reads: no lock needed
+    codec = _registered.get(name)  # single dict reads: no lock needed
+    if codec is None:
+        codec = _loaded.get(name)
     if codec is not None:
         return codec
     for entry in _entry_points():
@@ -217,7 +219,7 @@ def compress_into(name: str, data: memoryview, level: int | None, sink: ScratchB
     if direct is not None:
         _call(name, direct, data, level, Sink(sink, _NO_LIMIT))
     else:
-        sink.write(_call(name, codec.compress, data, level))
+        sink.write(_bytes_of(name, "compress", _call(name, codec.compress, data, level)))
 
 
 def decompress_into(name: str, data: memoryview, limit: int, sink: ScratchBuffer) -> None:
@@ -226,7 +228,7 @@ def decompress_into(name: str, data: memoryview, limit: int, sink: ScratchBuffer
     if direct is not None:
         _call(name, direct, data, Sink(sink, limit))
     else:
-        out = memoryview(_call(name, codec.decompress, data, limit)).cast("B")
+        out = _bytes_of(name, "decompress", _call(name, codec.decompress, data, limit))
         if len(out) > limit:
             raise DecompressionLimitError.exceeding(limit)
         sink.write(out)
@@ -242,6 +244,15 @@ def check_level(name: str, codec: PluggableCodec, level: int | None) -> None:
         raise ValueError(f"plugin {name!r} has no levels")
     if not levels[0] <= level <= levels[1]:
         raise ValueError(f"plugin {name!r} level {level} is outside {levels[0]}..{levels[1]}")
+
+
+def _bytes_of(name: str, method: str, result: Any) -> memoryview:
+    """A plugin's result as bytes: any contiguous buffer, else CompressionError."""
+    try:
+        return memoryview(result).cast("B")
+    except (TypeError, ValueError):
+        raise CompressionError(f"plugin {name!r} {method}() returned "
+                               f"{type(result).__name__}, not bytes") from None
 
 
 def _call(name: str, function: Callable[..., Any], *args: Any) -> Any:

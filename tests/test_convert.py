@@ -121,6 +121,54 @@ def test_control_batch_stays_uncompressed_and_empty_batches_stay() -> None:
     assert bytes(batches[1].buffer) == empty
 
 
+def test_a_control_batch_takes_no_level() -> None:
+    marker = kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=1,
+                                                producer_epoch=0, coordinator_epoch=5,
+                                                base_offset=5, timestamp=TS)
+    out = kcodec.convert(v2("gzip") + marker, magic=2, compression="zstd", level=3)
+    assert [b.compression_id for b in kcodec.read_batches(out)] == [4, 0]
+    assert out.endswith(marker)
+
+
+@pytest.mark.parametrize("magic", [2, 3])
+def test_a_compacted_batch_keeps_its_last_offset(magic: int) -> None:
+    """The cleaner keeps a batch's last offset past the last record it keeps (and so the
+    producer's last sequence); conversion and recompression keep it too."""
+    import struct
+    builder = kcodec.BatchBuilder(base_offset=100, producer_id=5, producer_epoch=1,
+                                  base_sequence=0, last_offset=104)
+    builder.append(b"v1", key=b"k1", timestamp=TS, offset=101)
+    builder.append(b"v2", key=b"k2", timestamp=TS + 1, offset=102)
+    compacted = builder.build()
+    assert struct.unpack_from(">i", compacted, 23) == (4,)
+    (batch,) = kcodec.read_batches(compacted)
+    assert (batch.last_offset, batch.last_sequence) == (104, 4)
+    for out in (kcodec.convert(compacted, magic=magic),
+                kcodec.convert(compacted, magic=magic, compression="gzip")):
+        (converted,) = kcodec.read_batches(out, allow_magic3=True)
+        assert (converted.last_offset, converted.last_sequence) == (104, 4)
+        assert [r.offset for r in converted] == [101, 102]
+    assert kcodec.convert(kcodec.convert(compacted, magic=3), magic=2) == compacted
+    # a header whose last offset is not past its records gives the last record's: here a
+    # negative delta from the lowest base offset, which wraps past int64 (as Java adds)
+    lowest = kcodec.BatchBuilder(base_offset=-(2**63))
+    lowest.append(b"v", timestamp=TS)
+    odd = bytearray(lowest.build())
+    struct.pack_into(">i", odd, 23, -2)
+    struct.pack_into(">I", odd, 17, kcodec.crc32c(bytes(odd[21:])))
+    assert next(kcodec.read_batches(bytes(odd))).last_offset == 2**63 - 2
+    (converted,) = kcodec.read_batches(kcodec.convert(bytes(odd), magic=3), allow_magic3=True)
+    assert converted.last_offset == -(2**63)
+    with pytest.raises(ValueError, match="below the last record"):
+        builder = kcodec.BatchBuilder(base_offset=100, last_offset=100)
+        builder.append(b"v", offset=101)
+        builder.build()
+    for bad in ({"last_offset": 99}, {"last_offset": 100 + (1 << 31)},
+                {"last_offset": 104, "magic": 1}):
+        with pytest.raises(ValueError):
+            kcodec.BatchBuilder(base_offset=100, **bad)  # type: ignore[arg-type]
+
+
 def test_plain_legacy_messages_group_into_v2_batches() -> None:
     builder = kcodec.BatchBuilder(magic=1)
     for i in range(1000):

@@ -297,3 +297,76 @@ def test_malformed_headers_first_regions() -> None:
         scan_metadata(region[:20], 5, False, False, 0, 0, False, 0)
     with pytest.raises(ValueError, match="magic-3 experiment"):
         kcodec.BatchBuilder(headers_first=True)
+
+
+def headers_first_claiming(codec: str, meta_length: int, stream_size: int) -> bytes:
+    """A one-record headers-first batch whose compressed section starts with the varint
+    ``meta_length`` and then holds ``stream_size`` zero bytes."""
+    payload = zigzag(meta_length) + bytes(stream_size)
+    section = kcodec.codecs.compress(codec, payload)
+    header = bytearray(41)
+    struct.pack_into(">qiib", header, 0, 0, 0, -1, 3)
+    struct.pack_into(">hqhii", header, 21, 0x180 | {"gzip": 1, "zstd": 4}[codec], -1, -1, -1, 1)
+    data = header + zigzag(0) + zigzag(NOW) + zigzag(0) + section
+    struct.pack_into(">i", data, 8, len(data) - 12)
+    struct.pack_into(">I", data, 17, kcodec.crc32c(bytes(data[21:])))
+    return bytes(data)
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_a_scan_decompresses_within_the_limit(codec: str) -> None:
+    """A meta block claiming more than the decompression limit stops the scan (and the
+    columns without values) at the limit, as reading the records does."""
+    from kcodec.errors import DecompressionLimitError
+    data = headers_first_claiming(codec, 8 << 20, 4 << 20)
+    batch = only_batch(data)
+    section = batch.buffer[batch.header_size:]
+    with pytest.raises(DecompressionLimitError):
+        decompress_prefix(codec, section, 8 << 20, max_size=1 << 20)
+    assert len(decompress_prefix(codec, section, 1000, max_size=1 << 20)) == 1000
+    with pytest.raises(DecompressionLimitError) as info:
+        scan(batch, max_decompressed_size=1 << 20)
+    assert info.value.position == batch.header_size
+    with pytest.raises(DecompressionLimitError):
+        kcodec.decode_columns(data, columns=["offset", "key"], allow_magic3=True,
+                              max_decompressed_size=1 << 20)
+    default = kcodec.codecs.get_max_decompressed_size()
+    kcodec.codecs.set_max_decompressed_size(1 << 20)
+    try:
+        for read in (lambda: scan(batch), batch.records):
+            with pytest.raises(DecompressionLimitError):
+                read()
+    finally:
+        kcodec.codecs.set_max_decompressed_size(default)
+
+
+def test_scans_agree_with_the_records() -> None:
+    """Errors of a scan name the batch's records section; any negative value length is a
+    null value; a gzip section of two members is read whole."""
+    import gzip
+    _, first = headers_first_pair("none", 3)
+    broken = bytearray(first)
+    broken[only_batch(first).header_size] = 0x01   # metaLength -1
+    struct.pack_into(">I", broken, 17, kcodec.crc32c(bytes(broken[21:])))
+    batch = only_batch(bytes(broken))
+    for read in (batch.records, lambda: scan(batch)):
+        with pytest.raises(InvalidRecordError) as info:
+            read()
+        assert info.value.position == batch.header_size
+    builder = kcodec.BatchBuilder(magic=3, headers_first=True)
+    builder.append(None, key=b"k", timestamp=NOW)
+    data = bytearray(builder.build())
+    at = data.index(b"\x02k\x01") + 2   # the value length, -1
+    data[at] = 0x7F                     # -64
+    struct.pack_into(">I", data, 17, kcodec.crc32c(bytes(data[21:])))
+    batch = only_batch(bytes(data))
+    assert batch.records()[0].value is None and scan(batch)[0].value_size == -1
+    _, first = headers_first_pair("none", 30)
+    batch = only_batch(first)
+    region = bytes(batch.buffer[batch.header_size:])
+    members = gzip.compress(region[:50]) + gzip.compress(region[50:])
+    two = bytearray(first[:batch.header_size]) + members
+    struct.pack_into(">h", two, 21, batch.attributes | 1)
+    struct.pack_into(">i", two, 8, len(two) - 12)
+    struct.pack_into(">I", two, 17, kcodec.crc32c(bytes(two[21:])))
+    assert scan(only_batch(bytes(two))) == scan(batch)

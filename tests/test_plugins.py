@@ -244,6 +244,55 @@ def test_codec_failures_become_kcodec_errors(registered: list[str]) -> None:
         next(kcodec.read_batches(build("greedy"))).records()
 
 
+def test_results_that_are_not_bytes_are_compression_errors(registered: list[str]) -> None:
+    """A plugin returning something other than a buffer fails with CompressionError at the
+    batch, whether compressing (no batch is built) or decompressing; any contiguous buffer
+    counts as bytes."""
+    import array
+
+    class Returns(Reverse):
+        def __init__(self, result: Any) -> None:
+            self.result = result
+
+        def compress(self, data: memoryview, level: int | None) -> Any:
+            return self.result
+
+        def decompress(self, data: memoryview, max_size: int) -> Any:
+            return self.result
+
+    register(registered, "good", Reverse())
+    data = build("good")
+    register(registered, "odd", Reverse())
+    for result in (None, "text", [1, 2]):
+        plugins.register("odd", Returns(result), replace=True)
+        builder = kcodec.BatchBuilder(compression="pluggable", plugin="odd")
+        builder.append(b"v")
+        with pytest.raises(CompressionError, match=f"returned {type(result).__name__}, not bytes"):
+            builder.build()
+        plugins.register("good", Returns(result), replace=True)
+        with pytest.raises(CompressionError, match="not bytes") as info:
+            next(kcodec.read_batches(data)).records()
+        assert info.value.position == 61
+        with pytest.raises(CompressionError, match="not bytes"):
+            kcodec.decode_arrow(data)
+    register(registered, "ints", Returns(array.array("i", [1, 2])))
+    builder = kcodec.BatchBuilder(compression="pluggable", plugin="ints")
+    builder.append(b"v")
+    assert len(builder.build()) == 61 + 1 + len("ints") + 8
+
+
+def test_a_falsy_codec_object_is_still_the_registered_one(registered: list[str]) -> None:
+    class Empty(dict[str, int]):   # falsy while empty
+        compress = Reverse.compress
+        decompress = Reverse.decompress
+        level_range = Reverse.level_range
+
+    codec = Empty()
+    register(registered, "falsy", codec)
+    assert plugins.get("falsy") is codec
+    assert len(contents(build("falsy"))) == 20
+
+
 def test_decompression_is_bounded_through_the_sink(registered: list[str]) -> None:
     register(registered, "kafka-zstd", plugins.BuiltinCodec("zstd"))
     data = build("kafka-zstd", count=2000)
@@ -313,8 +362,11 @@ def test_convert_to_and_from_standard_batches(registered: list[str]) -> None:
     assert kcodec.convert(data, magic=2) == data  # kept as it is
     again = kcodec.convert(standard, magic=2, compression="pluggable", plugin="reverse")
     assert again == data
-    with pytest.raises(UnsupportedCompressionTypeError):
-        kcodec.convert(data, magic=1)
+    first = bytes(next(kcodec.read_batches(standard)).buffer)
+    for magic in (1, 3):   # refused at the plugin batch
+        with pytest.raises(UnsupportedCompressionTypeError) as info:
+            kcodec.convert(first + build("reverse", base_offset=60), magic=magic)
+        assert info.value.position == len(first)
     with pytest.raises(UnsupportedCompressionTypeError, match="codec id 5"):
         kcodec.validate(build("reverse", base_offset=0), next_offset=0)
 
