@@ -20,6 +20,14 @@ def fsync_directory(directory: Path) -> None:
             os.close(fd)
 
 
+def staging_directory(target: Path) -> Path:
+    """A new hidden directory beside ``target``, to fill and rename into place; created as
+    mkdir creates directories (0777 less the umask), not private as mkdtemp's are."""
+    staging = target.parent / f".{target.name}.{secrets.token_hex(8)}.partial"
+    staging.mkdir(mode=0o777)
+    return staging
+
+
 @contextlib.contextmanager
 def atomic_file(target: Path) -> Iterator[BinaryIO]:
     """A file to write that replaces ``target`` once the block ends without an error; until

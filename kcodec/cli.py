@@ -15,7 +15,14 @@ from typing import Any
 import kcodec
 from kcodec import ControlType
 from kcodec.columnar import INT64_MAX, INT64_MIN
-from kcodec.dump import batch_json, codec_name, dump_index_lines, dump_log_lines
+from kcodec.dump import (
+    batch_json,
+    codec_name,
+    dump_index_lines,
+    dump_log_lines,
+    dump_producer_snapshot_lines,
+    dump_transaction_index_lines,
+)
 
 
 def sample_events(count: int, start_ms: int) -> list[tuple[bytes, bytes, int, list[tuple[str, bytes]]]]:
@@ -145,28 +152,49 @@ def _log_files(paths: Sequence[str]) -> list[Path]:
 
 
 def dump(args: argparse.Namespace) -> int:
-    """Print segments and indexes as kafka-dump-log does (or as JSON)."""
+    """Print segments, indexes, transaction indexes and producer snapshots as kafka-dump-log
+    does (segments also as JSON)."""
     for path in _log_files(args.files) if not args.index_files else [Path(f) for f in args.files]:
-        if path.suffix in (".index", ".timeindex"):
-            for line in dump_index_lines(path):
-                print(line)
-            continue
-        if args.json or args.jsonl:
-            from kcodec.segments import Segment
-            with Segment(path) as segment, _naming(path):
-                items = [batch_json(b, args.deep_iteration, args.print_data_log)
-                         for b in segment.reader(validate_crc=False)]
-            if args.jsonl:
-                for item in items:
-                    print(json.dumps({"file": str(path), **item}))
-            else:
-                print(json.dumps({"file": str(path), "batches": items}, indent=1))
-            continue
-        with _naming(path):
-            for line in dump_log_lines(path, args.deep_iteration, args.print_data_log,
-                                       args.skip_record_metadata, args.max_bytes):
-                print(line)
+        lines = _DUMPERS.get(path.suffix)
+        if lines is not None:
+            with _naming(path):
+                for line in lines(path):
+                    print(line)
+        elif path.suffix != ".log":
+            print(f"Dumping {path}")
+            print(f"Ignoring unknown file {path}", file=sys.stderr)
+        elif args.json or args.jsonl:
+            _dump_json(path, args)
+        else:
+            with _naming(path):
+                for line in dump_log_lines(path, args.deep_iteration, args.print_data_log,
+                                           args.skip_record_metadata, args.max_bytes):
+                    print(line)
     return 0
+
+
+_DUMPERS = {".index": dump_index_lines, ".timeindex": dump_index_lines,
+            ".txnindex": dump_transaction_index_lines, ".snapshot": dump_producer_snapshot_lines}
+
+
+def _dump_json(path: Path, args: argparse.Namespace) -> None:
+    """A segment's batches up to --max-bytes as one JSON document (without --max-bytes, with
+    the bytes after the last whole batch) or as a JSON line each."""
+    from kcodec.segments import Segment
+    with Segment(path) as segment, _naming(path):
+        reader = segment.reader(validate_crc=False)
+        items = []
+        for b in reader:
+            if args.max_bytes is not None and b.position + b.size > args.max_bytes:
+                break
+            items.append(batch_json(b, args.deep_iteration, args.print_data_log))
+        trailing = reader.trailing_bytes if args.max_bytes is None else None
+    if args.jsonl:
+        for item in items:
+            print(json.dumps({"file": str(path), **item}))
+    else:
+        print(json.dumps({"file": str(path), "batches": items, "trailing_bytes": trailing},
+                         indent=1))
 
 
 def verify(args: argparse.Namespace) -> int:
@@ -184,8 +212,10 @@ def verify(args: argparse.Namespace) -> int:
                 for batch in reader:
                     batches += 1
                     records += len(batch.records())
-                if reader.trailing_bytes:
-                    print(f"{path}: {reader.trailing_bytes} trailing bytes (a partial batch)")
+                if reader.trailing_bytes:   # what Kafka's recovery would truncate
+                    problems += 1
+                    print(f"{path}: {reader.trailing_bytes} bytes at byte {reader.valid_bytes} "
+                          "are not a whole batch")
             except kcodec.errors.KcodecError as exc:
                 problems += 1
                 failed = True
@@ -203,16 +233,25 @@ def verify(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+_STAT_SUMS = ("segments", "batches", "records", "bytes", "record_bytes",
+              "transactional_batches", "control_batches", "trailing_bytes")
+
+
+def _empty_stats() -> dict[str, Any]:
+    return {**dict.fromkeys(_STAT_SUMS, 0), "codecs": {}, "magics": {}, "producers": set(),
+            "min_timestamp": None, "max_timestamp": None,
+            "first_offset": None, "last_offset": None}
+
+
 def _stats_for(paths: list[Path]) -> dict[str, Any]:
+    """A partition's (or a segment's) figures; its producers as a set of ids."""
     from kcodec.segments import Segment
-    out: dict[str, Any] = {"segments": len(paths), "batches": 0, "records": 0, "bytes": 0,
-                           "record_bytes": 0, "codecs": {}, "magics": {}, "producers": set(),
-                           "transactional_batches": 0, "control_batches": 0,
-                           "min_timestamp": None, "max_timestamp": None,
-                           "first_offset": None, "last_offset": None}
+    out = _empty_stats()
+    out["segments"] = len(paths)
     for path in paths:
         with Segment(path) as segment, _naming(path):
-            for batch in segment.reader():
+            reader = segment.reader()
+            for batch in reader:
                 out["batches"] += 1
                 out["bytes"] += batch.size
                 codec = codec_name(batch)
@@ -225,15 +264,39 @@ def _stats_for(paths: list[Path]) -> dict[str, Any]:
                 for r in batch:
                     out["records"] += 1
                     out["record_bytes"] += len(r.key or b"") + len(r.value or b"")
-                    if r.timestamp >= 0:
-                        low, high = out["min_timestamp"], out["max_timestamp"]
-                        out["min_timestamp"] = r.timestamp if low is None else min(low, r.timestamp)
-                        out["max_timestamp"] = r.timestamp if high is None else max(high, r.timestamp)
-                    out["first_offset"] = r.offset if out["first_offset"] is None else out["first_offset"]
+                    _widen_times(out, r.timestamp, r.timestamp)
+                    if out["first_offset"] is None:
+                        out["first_offset"] = r.offset
                     out["last_offset"] = r.offset
-    out["producers"] = len(out["producers"])
-    out["compression_ratio"] = round(out["record_bytes"] / out["bytes"], 3) if out["bytes"] else None
+            out["trailing_bytes"] += reader.trailing_bytes
     return out
+
+
+def _widen_times(out: dict[str, Any], low: int | None, high: int | None) -> None:
+    if low is not None and low >= 0:
+        out["min_timestamp"] = low if out["min_timestamp"] is None else min(out["min_timestamp"], low)
+    if high is not None and high >= 0:
+        out["max_timestamp"] = high if out["max_timestamp"] is None else max(out["max_timestamp"], high)
+
+
+def _overall(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The partitions' figures together (offsets are per partition: none overall)."""
+    out = _empty_stats()
+    for part in parts:
+        for key in _STAT_SUMS:
+            out[key] += part[key]
+        for key in ("codecs", "magics"):
+            for name, count in part[key].items():
+                out[key][name] = out[key].get(name, 0) + count
+        out["producers"] |= part["producers"]
+        _widen_times(out, part["min_timestamp"], part["max_timestamp"])
+    return out
+
+
+def _finished(stats: dict[str, Any]) -> dict[str, Any]:
+    """Figures as reported: producers counted, the compression ratio added."""
+    ratio = round(stats["record_bytes"] / stats["bytes"], 3) if stats["bytes"] else None
+    return {**stats, "producers": len(stats["producers"]), "compression_ratio": ratio}
 
 
 def stats(args: argparse.Namespace) -> int:
@@ -242,25 +305,30 @@ def stats(args: argparse.Namespace) -> int:
     from kcodec.segments import log_directories
     if args.kip931:
         return _kip931_stats(args)
-    report: dict[str, Any] = {}
-    directories = [d for name in args.paths for d in log_directories(name)]
+    parts: dict[str, dict[str, Any]] = {}
+    directories = list(dict.fromkeys(d for name in args.paths for d in log_directories(name)))
     progress = Progress(len(directories), "stats")
     for directory in directories:
         progress.step(str(directory))
         files = [directory] if directory.is_file() else sorted(directory.glob("*.log"))
-        report[str(directory)] = _stats_for(files)
+        parts[str(directory)] = _stats_for(files)
     progress.close()
-    overall = _stats_for(_log_files(args.paths)) if len(report) > 1 else None
+    report = {name: _finished(part) for name, part in parts.items()}
+    overall = _finished(_overall(list(parts.values()))) if len(parts) > 1 else None
     if args.json:
         print(json.dumps({"partitions": report, "overall": overall}, indent=1))
         return 0
     for name, item in list(report.items()) + ([("overall", overall)] if overall else []):
+        offsets = ("" if name == "overall" else
+                   f"offsets {item['first_offset']}-{item['last_offset']}, ")
+        tail = (f", {item['trailing_bytes']} bytes after the last whole batch"
+                if item["trailing_bytes"] else "")
         print(f"{name}: {item['batches']} batches, {item['records']} records, {item['bytes']} "
               f"bytes (ratio {item['compression_ratio']}), codecs {item['codecs']}, magics "
-              f"{item['magics']}, offsets {item['first_offset']}-{item['last_offset']}, time "
+              f"{item['magics']}, {offsets}time "
               f"{item['min_timestamp']}-{item['max_timestamp']}, {item['producers']} producers, "
               f"{item['transactional_batches']} transactional and {item['control_batches']} "
-              "control batches")
+              f"control batches{tail}")
     return 0
 
 
@@ -273,7 +341,8 @@ def _kip931_stats(args: argparse.Namespace) -> int:
         files = [directory] if directory.is_file() else sorted(directory.glob("*.log"))
         savings = Savings()
         for path in files:
-            savings.add(measure(Path(path).read_bytes()))
+            with _naming(path):
+                savings.add(measure(Path(path).read_bytes()))
         overall.add(savings)
         report[str(directory)] = savings.report()
     if args.json:
@@ -343,6 +412,9 @@ def export_command(args: argparse.Namespace) -> int:
         timestamps=(args.start_timestamp, args.end_timestamp),
         include_control=args.include_control, read_committed=args.read_committed,
         threads=args.threads)
+    for log, position, size in summary.partial_tails:
+        print(f"kcodec: warning: {log}: {size} bytes at byte {position} are not a whole batch "
+              "(left out)", file=sys.stderr)
     print(f"{summary.path}: {summary.records} records from {summary.segments} segments, "
           f"{summary.format}, {summary.bytes} bytes")
     return 0
@@ -390,6 +462,25 @@ def plugins_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _whole(text: str, least: int) -> int:
+    """An argument's number, ``least`` or more (argparse reports the error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{value} is below {least}")
+    return value
+
+
+def _positive(text: str) -> int:
+    return _whole(text, 1)
+
+
+def _non_negative(text: str) -> int:
+    return _whole(text, 0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kcodec", description=kcodec.__doc__)
     parser.add_argument("--version", action="version", version=f"kcodec {kcodec.__version__}")
@@ -403,23 +494,24 @@ def build_parser() -> argparse.ArgumentParser:
     demo_parser = command("demo", demo, "sample partitions read on Spark, and a compression "
                           "study report")
     demo_parser.add_argument("--output", help="report directory (default: a new temporary one)")
-    demo_parser.add_argument("--records", type=int, default=50_000,
+    demo_parser.add_argument("--records", type=_positive, default=50_000,
                              help="records per partition")
-    demo_parser.add_argument("--batch-size", type=int, default=1000, help="records per batch")
-    demo_parser.add_argument("--cores", type=int, default=2, help="Spark local[N]")
+    demo_parser.add_argument("--batch-size", type=_positive, default=1000, help="records per batch")
+    demo_parser.add_argument("--cores", type=_positive, default=2, help="Spark local[N]")
 
     tour_parser = command("tour", tour, "build and read sample Kafka record batches")
-    tour_parser.add_argument("--records", type=int, default=10_000, help="records to generate")
-    tour_parser.add_argument("--batch-size", type=int, default=500, help="records per batch")
+    tour_parser.add_argument("--records", type=_positive, default=10_000, help="records to generate")
+    tour_parser.add_argument("--batch-size", type=_positive, default=500, help="records per batch")
 
     dump_parser = command("dump", dump, "print segments as kafka-dump-log does")
-    dump_parser.add_argument("files", nargs="+", help=".log, .index or .timeindex files or dirs")
+    dump_parser.add_argument("files", nargs="+", help=".log, .index, .timeindex, .txnindex or .snapshot files, or directories "
+                             "(their .log files)")
     dump_parser.add_argument("--deep-iteration", action="store_true", help="print records")
     dump_parser.add_argument("--print-data-log", action="store_true",
                              help="print keys and values (implies --deep-iteration)")
     dump_parser.add_argument("--skip-record-metadata", action="store_true",
                              help="with --print-data-log, print only keys and payloads")
-    dump_parser.add_argument("--max-bytes", type=int, default=None,
+    dump_parser.add_argument("--max-bytes", type=_non_negative, default=None,
                              help="stop before the first batch ending past this many bytes")
     dump_parser.add_argument("--json", action="store_true", help="one JSON document per file")
     dump_parser.add_argument("--jsonl", action="store_true", help="one JSON line per batch")
@@ -472,23 +564,23 @@ def build_parser() -> argparse.ArgumentParser:
                                help="keep control records (transaction markers)")
     export_parser.add_argument("--read-committed", action="store_true",
                                help="leave out aborted transactions (from .txnindex files)")
-    export_parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+    export_parser.add_argument("--threads", type=_positive, default=os.cpu_count() or 1,
                                help="decoding threads (default: one a core)")
 
     gen_parser = command("gen", gen, "write sample partitions")
     gen_parser.add_argument("destination")
     gen_parser.add_argument("--topic", default="events")
-    gen_parser.add_argument("--partitions", type=int, default=3)
-    gen_parser.add_argument("--records", type=int, default=10_000)
-    gen_parser.add_argument("--batch-size", type=int, default=500)
+    gen_parser.add_argument("--partitions", type=_positive, default=3)
+    gen_parser.add_argument("--records", type=_positive, default=10_000)
+    gen_parser.add_argument("--batch-size", type=_positive, default=500)
     gen_parser.add_argument("--codecs", default="none,gzip,snappy,lz4,zstd")
-    gen_parser.add_argument("--segment-bytes", type=int, default=1 << 30)
+    gen_parser.add_argument("--segment-bytes", type=_positive, default=1 << 30)
 
     command("plugins", plugins_command, "list installed compression plugins")
 
     bench_parser = command("bench", bench, "time kcodec on sample data")
-    bench_parser.add_argument("--records", type=int, default=20_000)
-    bench_parser.add_argument("--batch-size", type=int, default=1000)
+    bench_parser.add_argument("--records", type=_positive, default=20_000)
+    bench_parser.add_argument("--batch-size", type=_positive, default=1000)
     return parser
 
 

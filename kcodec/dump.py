@@ -12,9 +12,11 @@ from kcodec._record import Record
 from kcodec.codecs import decompress
 from kcodec.constants import ControlType, TimestampType
 from kcodec.errors import KcodecError
-from kcodec.segments import Segment, read_offset_index, read_time_index
+from kcodec.producer_snapshot import read_producer_snapshot
+from kcodec.segments import Segment, read_offset_index, read_time_index, read_transaction_index
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+_DEFAULT_MAX_BYTES = (1 << 31) - 1   # kafka-dump-log's --max-bytes when not given
 TS_NAMES = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime",
             TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType"}
 
@@ -124,9 +126,35 @@ def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = Fals
                     yield record_line(batch, record, print_data, skip_metadata,
                                       inner[i] if inner else None)
             del batch
-        if reader.trailing_bytes:
+        if reader.trailing_bytes and max_bytes in (None, _DEFAULT_MAX_BYTES):
             yield f"Found {reader.trailing_bytes} invalid bytes at the end of {Path(path).name}"
         del reader
+
+
+def dump_transaction_index_lines(path: str | Path) -> Iterator[str]:
+    """What kafka-dump-log prints for a ``.txnindex`` file."""
+    yield f"Dumping {path}"
+    for t in read_transaction_index(path):
+        yield (f"version: {t.version} producerId: {t.producer_id} firstOffset: "
+               f"{t.first_offset} lastOffset: {t.last_offset} lastStableOffset: "
+               f"{t.last_stable_offset}")
+
+
+def dump_producer_snapshot_lines(path: str | Path) -> Iterator[str]:
+    """What kafka-dump-log prints for a producer state ``.snapshot`` file (a corrupt one
+    raises CorruptRecordError)."""
+    yield f"Dumping {path}"
+    for e in read_producer_snapshot(path):
+        txn = ("OptionalLong.empty" if e.current_txn_first_offset is None
+               else f"OptionalLong[{e.current_txn_first_offset}]")
+        line = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "
+                f"coordinatorEpoch: {e.coordinator_epoch} currentTxnFirstOffset: {txn} "
+                f"lastTimestamp: {e.timestamp} ")
+        if e.last_offset >= 0:
+            line += (f"firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} "
+                     f"lastOffset: {e.last_offset} offsetDelta: {e.offset_delta} "
+                     f"timestamp: {e.timestamp}")
+        yield line
 
 
 def dump_index_lines(path: str | Path) -> Iterator[str]:

@@ -19,7 +19,8 @@ from typing import Any
 
 from kcodec._atomic import atomic_file
 from kcodec.columnar import column_names, decode_arrow
-from kcodec.segments import iter_partition_arrow, segment_files
+from kcodec.errors import CorruptRecordError
+from kcodec.segments import Segment, iter_partition_arrow, segment_files
 
 FORMATS = ("parquet", "arrow")
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow",
@@ -35,6 +36,9 @@ class ExportSummary:
     segments: int
     records: int
     bytes: int
+    #: (segment, position, size) of each partition's last segment that ends in a partial
+    #: batch, left out as Kafka's recovery would truncate it
+    partial_tails: tuple[tuple[Path, int, int], ...] = ()
 
 
 def export_segments(sources: Iterable[str | os.PathLike[str]],
@@ -54,7 +58,9 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
     None). ``columns``, ``include_headers``, ``metadata``, ``offsets`` ([lo, hi)),
     ``timestamps``, ``include_control``, ``threads`` and ``chunk_records`` are
     :func:`kcodec.iter_arrow`'s. The destination's directory is created if need be; a
-    destination that is one of the segments read is refused.
+    destination that is one of the segments read is refused. A partial batch ending a
+    partition's last segment is left out and reported in the summary; one ending any other
+    segment is damage, an error naming it.
     """
     import pyarrow as pa
 
@@ -64,6 +70,7 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
     logs = [log for _, found in partitions for log in found]
     if target.exists() and any(_same_file(target, log) for log in logs):
         raise ValueError(f"{target} is one of the segments being read")
+    tails = tuple(tail for _, found in partitions for tail in _partial_tails(found))
     names = column_names(columns, include_headers, metadata)
     schema = decode_arrow(b"", columns=names).schema
     options: dict[str, Any] = {
@@ -78,14 +85,30 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
             for directory, found in partitions:
                 for batch in iter_partition_arrow(directory, found,
                                                   read_committed=read_committed, **options):
-                    if batch.schema != schema:   # large_binary, for a chunk past 2 GiB
-                        writer.write_table(pa.Table.from_batches([batch]).cast(schema))
-                    else:
-                        writer.write_batch(batch)
+                    writer.write_batch(batch)
                     records += batch.num_rows
         finally:
             writer.close()
-    return ExportSummary(target, kind, len(logs), records, target.stat().st_size)
+    return ExportSummary(target, kind, len(logs), records, target.stat().st_size, tails)
+
+
+def _partial_tails(logs: Sequence[Path]) -> list[tuple[Path, int, int]]:
+    """The partial batch a partition's last segment ends with, if any; CorruptRecordError
+    for one ending an earlier segment (Kafka rolls a segment after whole batches only)."""
+    found = []
+    for i, log in enumerate(logs):
+        with Segment(log) as segment:
+            tail = segment.partial_tail()
+        if tail is None:
+            continue
+        if i < len(logs) - 1:
+            error = CorruptRecordError(
+                f"the {tail[1]} bytes after the last whole batch of a segment that is not "
+                "its partition's last are damage", position=tail[0])
+            error.add_note(f"in {log}")
+            raise error
+        found.append((log, *tail))
+    return found
 
 
 def _format_of(target: Path, format: str | None) -> str:
@@ -107,11 +130,14 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _open_writer(pa: Any, kind: str, file: Any, schema: Any, compression: str | None) -> Any:
-    if kind == "parquet":
-        import pyarrow.parquet as pq
-        return pq.ParquetWriter(file, schema, compression=compression or "none")
-    return pa.ipc.new_file(file, schema,
-                           options=pa.ipc.IpcWriteOptions(compression=compression))
+    try:
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+            return pq.ParquetWriter(file, schema, compression=compression or "none")
+        return pa.ipc.new_file(file, schema,
+                               options=pa.ipc.IpcWriteOptions(compression=compression))
+    except pa.ArrowException as exc:   # e.g. a codec the format does not know
+        raise ValueError(f"{kind} file compression {compression!r}: {exc}") from None
 
 
 __all__ = ["ExportSummary", "FORMATS", "export_segments"]

@@ -18,15 +18,14 @@ import os
 import re
 import shutil
 import struct
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kcodec._atomic import fsync_directory
+from kcodec._atomic import fsync_directory, staging_directory
 from kcodec._batch import BatchReader, RecordBatch, read_batches
 from kcodec._legacy import LegacyBatch
-from kcodec.columnar import INT64_MIN, iter_arrow, iter_columns
+from kcodec.columnar import INT64_MAX, INT64_MIN, iter_arrow, iter_columns
 from kcodec.errors import KcodecError
 
 if TYPE_CHECKING:
@@ -65,12 +64,14 @@ class TimeIndexEntry:
 @dataclasses.dataclass(frozen=True)
 class AbortedTransaction:
     """A transaction index entry: a producer's aborted transaction, from its first offset
-    to its last (the ABORT marker's), and the log's last stable offset when it ended."""
+    to its last (the ABORT marker's), and the log's last stable offset when it ended; the
+    entry's version is 0."""
 
     producer_id: int
     first_offset: int
     last_offset: int
     last_stable_offset: int
+    version: int = 0
 
 
 def read_offset_index(path: str | os.PathLike[str], base_offset: int) -> list[IndexEntry]:
@@ -103,8 +104,8 @@ def read_transaction_index(path: str | os.PathLike[str]) -> list[AbortedTransact
     data = Path(path).read_bytes()
     entries = []
     for at in range(0, len(data) - len(data) % TXN_ENTRY.size, TXN_ENTRY.size):
-        _, producer_id, first, last, last_stable = TXN_ENTRY.unpack_from(data, at)
-        entries.append(AbortedTransaction(producer_id, first, last, last_stable))
+        version, producer_id, first, last, last_stable = TXN_ENTRY.unpack_from(data, at)
+        entries.append(AbortedTransaction(producer_id, first, last, last_stable, version))
     return entries
 
 
@@ -120,6 +121,36 @@ def fetch_aborted(aborted: Iterable[AbortedTransaction], offset: int) -> list[tu
     """(producer id, first offset) of the aborted transactions a fetch from ``offset`` on
     must know of (those not over by then), as a fetch response lists them."""
     return [(t.producer_id, t.first_offset) for t in aborted if t.last_offset >= offset]
+
+
+def last_stable_offset(logs: Sequence[str | os.PathLike[str]]) -> int | None:
+    """The first offset of the earliest transaction still open at the end of a partition's
+    segments ``logs`` (in offset order; a transactional batch with no COMMIT or ABORT marker
+    of its producer after it), or None when none is open: where a read_committed consumer
+    stops, whatever follows. Found from the batch headers alone."""
+    open_since: dict[int, int] = {}
+    for log in logs:
+        with Segment(log) as segment:
+            for batch in segment.reader(validate_crc=False):
+                if not batch.is_transactional:
+                    continue
+                if batch.is_control:
+                    open_since.pop(batch.producer_id, None)
+                else:
+                    open_since.setdefault(batch.producer_id, batch.base_offset)
+    return min(open_since.values()) if open_since else None
+
+
+def offset_for_time(logs: Sequence[str | os.PathLike[str]], timestamp: int) -> int | None:
+    """The offset of a partition's first record with a timestamp >= ``timestamp``, over its
+    segments ``logs`` in offset order (Kafka's ListOffsets by time, as a consumer's
+    ``offsetsForTimes`` asks it), or None when there is none."""
+    for log in logs:
+        with Segment(log) as segment:
+            found = segment.offset_for_time(timestamp)
+        if found is not None:
+            return found
+    return None
 
 
 def _segment_paths(directory: Path) -> list[Path]:
@@ -178,6 +209,15 @@ class Segment:
 
     def batches(self, **options: Any) -> Iterator[Entry]:
         yield from self.reader(**options)
+
+    def partial_tail(self) -> tuple[int, int] | None:
+        """(position, size) of the bytes after the last whole batch, or None when the log
+        ends with one: the tail a crash leaves mid-write, which Kafka's recovery
+        truncates (in any but a partition's last segment, damage)."""
+        reader = self.reader(validate_crc=False)
+        for _ in reader:
+            pass
+        return (reader.valid_bytes, reader.trailing_bytes) if reader.trailing_bytes else None
 
     def position_of(self, offset: int) -> int:
         """Where to start reading for ``offset``: the greatest index entry at or below it."""
@@ -293,7 +333,8 @@ def iter_partition_arrow(directory: str | os.PathLike[str],
     segment in ``directory``) as Arrow record batches: :func:`kcodec.iter_arrow` over each
     segment, memory-mapped in turn, with the partition's topic and number (``options``
     are iter_arrow's). With ``read_committed`` the aborted transactions the partition's
-    ``.txnindex`` files list are left out, as a read_committed consumer sees the log.
+    ``.txnindex`` files list are left out and nothing from the first transaction still
+    open on is read (:func:`last_stable_offset`), as a read_committed consumer sees the log.
     Segments wholly below an ``offsets`` range are not opened; errors name the segment."""
     folder = Path(directory)
     topic, partition = partition_of(folder) or (folder.name, -1)
@@ -321,7 +362,10 @@ def _iter_partition(directory: str | os.PathLike[str],
     paths = [Path(log) for log in logs] if logs is not None else _segment_paths(folder)
     aborted = aborted_transactions(folder) if read_committed else []
     offsets = options.pop("offsets", None)
-    lo = offsets[0] if offsets is not None else INT64_MIN
+    lo, hi = offsets if offsets is not None else (INT64_MIN, INT64_MAX)
+    stable = last_stable_offset(paths) if read_committed else None
+    if stable is not None:
+        offsets = (lo, min(hi, stable))
     bases = [base_offset_of(path) for path in paths]
     for path, base, following in zip(paths, bases, [*bases[1:], None]):
         if following is not None and following <= lo:
@@ -409,7 +453,7 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
     if target.exists():
         raise FileExistsError(f"{target} exists; kcodec never overwrites a partition")
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    staging = staging_directory(target)
     try:
         segment: list[bytes] = []
         size = 0

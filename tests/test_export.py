@@ -141,3 +141,30 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["export", str(partition), "-o", str(target)]) == 1
     assert capsys.readouterr().err.endswith(f"[Kafka CORRUPT_MESSAGE, code 2], in {log}\n")
     assert read_back(target).num_rows == 3   # the earlier export, untouched
+
+
+def test_a_partial_batch_is_left_out_at_the_end_and_damage_before(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A partial batch ending a partition's last segment (a crash mid-write) is left out
+    with a warning; one ending an earlier segment is damage (here a batch length that runs
+    past the segment), an error naming it."""
+    partition = write_transactional_partition(tmp_path)
+    logs = sorted(partition.glob("*.log"))
+    whole = segments.Segment(logs[-1])
+    assert whole.partial_tail() is None
+    whole.close()
+    logs[-1].write_bytes(logs[-1].read_bytes() + b"\0\0\0\0\0\0\0\0\0\0\0\x50tail")
+    target = tmp_path / "out.parquet"
+    assert main(["export", str(partition), "-o", str(target)]) == 0
+    size = logs[-1].stat().st_size
+    err = capsys.readouterr().err
+    assert err == (f"kcodec: warning: {logs[-1]}: 16 bytes at byte {size - 16} are not a "
+                   "whole batch (left out)\n")
+    summary = kcodec.export_segments([partition], target)
+    assert summary.partial_tails == ((logs[-1], size - 16, 16),)
+    damaged = bytearray(logs[1].read_bytes())
+    struct.pack_into(">i", damaged, 8, 1 << 20)   # the first batch's length
+    logs[1].write_bytes(damaged)
+    assert main(["export", str(partition), "-o", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert "are damage (at byte 0)" in err and err.endswith(f", in {logs[1]}\n")

@@ -354,3 +354,125 @@ def test_a_partition_as_chunks_of_numpy_arrays(tmp_path: Path) -> None:
     with pytest.raises(kcodec.errors.KcodecError) as caught:
         list(segments.iter_partition_columns(partition))
     assert any(str(last) in note for note in caught.value.__notes__)
+
+
+def test_dump_transaction_indexes_snapshots_and_other_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kafka-dump-log's lines for a .txnindex and a producer snapshot; any other file is
+    named on stderr and left alone."""
+    partition = write_transactional_partition(tmp_path)
+    txnindex = next(p for p in sorted(partition.glob("*.txnindex")) if p.stat().st_size)
+    (entry,) = segments.read_transaction_index(txnindex)
+    assert main(["dump", str(txnindex)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"Dumping {txnindex}",
+        f"version: 0 producerId: {entry.producer_id} firstOffset: {entry.first_offset} "
+        f"lastOffset: {entry.last_offset} lastStableOffset: {entry.last_stable_offset}"]
+    snapshot = shared_path("testdata", "kafka-segments", "fuzibotond__Experts-in-team-innovation",
+                           "sensor-data-topic-0", "00000000000000000035.snapshot")
+    assert main(["dump", str(snapshot)]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == [
+        f"Dumping {snapshot}",
+        "producerId: 2000 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: "
+        "OptionalLong.empty lastTimestamp: 1728492413708 firstSequence: 29 lastSequence: 29 "
+        "lastOffset: 33 offsetDelta: 0 timestamp: 1728492413708"]
+    other = snapshot.parent / "leader-epoch-checkpoint"
+    assert main(["dump", str(other)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == f"Dumping {other}\n"
+    assert captured.err == f"Ignoring unknown file {other}\n"
+
+
+def test_producer_snapshots() -> None:
+    """Every producer snapshot the brokers wrote reads; a damaged one is CorruptRecordError."""
+    from kcodec.errors import CorruptRecordError
+    from kcodec.producer_snapshot import ProducerSnapshotEntry, read_producer_snapshot
+    found = sorted(shared_path("testdata", "kafka-segments").glob("*/*/*.snapshot"))
+    assert len(found) >= 40
+    entries = {path: read_producer_snapshot(path) for path in found}
+    assert sum(len(e) for e in entries.values()) >= 5
+    last = entries[next(p for p in found if p.name == "00000000000000000035.snapshot")]
+    assert last[1] == ProducerSnapshotEntry(3000, 0, 0, 34, 0, 1728493031796, -1, None)
+    assert ProducerSnapshotEntry(1, 0, 2, 9, 5, 0, 0, 7).first_sequence == (1 << 31) - 3
+    data = bytearray(next(p for p in found if p.stat().st_size > 10).read_bytes())
+    data[-1] ^= 1
+    for broken, message in ((bytes(data), "CRC"), (b"\0\2" + bytes(data[2:]), "version 2"),
+                            (bytes(data[:8]), "shorter")):
+        path = Path(os.environ.get("TMPDIR", "/tmp")) / f"kcodec-snapshot-{os.getpid()}"
+        path.write_bytes(broken)
+        try:
+            with pytest.raises(CorruptRecordError, match=message):
+                read_producer_snapshot(path)
+        finally:
+            path.unlink()
+
+
+def test_dump_max_bytes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With --max-bytes kafka-dump-log prints no trailing-bytes line; the JSON forms stop
+    at --max-bytes too, and the document says how many bytes follow the last batch."""
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(b"".join(sample_log(30)) + b"tail")
+    assert main(["dump", "--max-bytes", str(log.stat().st_size), str(log)]) == 0
+    assert "invalid bytes" not in capsys.readouterr().out
+    assert main(["dump", str(log)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"Found 4 invalid bytes at the end of {log.name}"
+    first = len(sample_log(30)[0])
+    assert main(["dump", "--jsonl", "--max-bytes", str(first), str(log)]) == 0
+    assert [json.loads(line)["base_offset"] for line in capsys.readouterr().out.splitlines()] == [0]
+    assert main(["dump", "--json", str(log)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert len(document["batches"]) == 3 and document["trailing_bytes"] == 4
+
+
+def test_verify_and_stats_count_a_partial_batch(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    target = segments.write_partition(tmp_path / "t-0", sample_log(20))
+    log = next(target.glob("*.log"))
+    size = log.stat().st_size
+    with open(log, "ab") as f:
+        f.write(b"\0" * 8 + b"\0\0\0\x40" + b"cut")
+    assert main(["verify", str(target)]) == 1
+    out = capsys.readouterr().out
+    assert f"{log}: 15 bytes at byte {size} are not a whole batch" in out and "1 problems" in out
+    assert main(["stats", "--json", str(target)]) == 0
+    assert json.loads(capsys.readouterr().out)["partitions"][str(target)]["trailing_bytes"] == 15
+
+
+def test_stats_overall_is_the_partitions_together(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Overall sums the partitions listed (each once, renamed ones left out of a tree), with
+    no offset range: offsets belong to a partition."""
+    for name in ("t-0", "t-1"):
+        segments.write_partition(tmp_path / "logs" / name, sample_log(20))
+    shutil.copytree(tmp_path / "logs" / "t-0", tmp_path / "logs" / f"t-0.{'ab' * 16}-delete")
+    assert main(["stats", "--json", str(tmp_path / "logs"), str(tmp_path / "logs" / "t-1")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["partitions"]) == 2
+    overall = report["overall"]
+    assert (overall["records"], overall["batches"], overall["segments"]) == (40, 4, 2)
+    assert overall["first_offset"] is None and overall["min_timestamp"] == TS
+    assert main(["stats", str(tmp_path / "logs")]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("overall: 4 batches, 40 records") and "offsets" not in last
+
+
+@pytest.mark.parametrize("arguments", [
+    ["gen", "x", "--batch-size", "-1"], ["gen", "x", "--records", "0"],
+    ["tour", "--records", "0"], ["bench", "--batch-size", "-1"],
+    ["dump", "--max-bytes", "-1", "x"], ["export", "x", "-o", "y", "--threads", "0"],
+    ["gen", "x", "--partitions", "two"]])
+def test_sizes_below_one_are_refused(arguments: list[str],
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(arguments)
+    assert info.value.code == 2 and "error: argument" in capsys.readouterr().err
+
+
+def test_written_partitions_follow_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        target = segments.write_partition(tmp_path / "t-0", sample_log(10))
+    finally:
+        os.umask(old)
+    assert target.stat().st_mode & 0o777 == 0o755
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -22,15 +22,17 @@ from kcodec._batch import read_entries_for_columns
 from kcodec._groups import entry_records
 from kcodec._legacy import LegacyBatch
 from kcodec.columnar import decode_arrow, iter_arrow
-from kcodec.errors import KcodecError
+from kcodec.errors import CorruptRecordError, KcodecError
 from kcodec.segments import (
     AbortedTransaction,
+    Segment,
     aborted_transactions,
     base_offset_of,
     fetch_aborted,
+    last_stable_offset,
+    offset_for_time,
     partition_of,
     read_offset_index,
-    read_time_index,
     segment_files,
 )
 
@@ -57,6 +59,8 @@ class SegmentSlice(InputPartition):
     start: int
     end: int
     aborted: tuple[AbortedTransaction, ...]   # read_committed: the partition's
+    offsets: tuple[int, int]   # [lo, hi): the options' range, and the times' and the LSO's
+    final: bool                # the partition's last bytes, which a crash may leave partial
 
 
 # Spark's Kafka source's options for where to start and end, which name offsets of many
@@ -137,24 +141,34 @@ def _integer(get: Callable[[str], str | None], name: str, default: int) -> int:
 
 
 def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
-    """The input partitions for ``paths``, pruned by the offset and timestamp ranges."""
+    """The input partitions for ``paths``, pruned by the offset range: the options' own,
+    narrowed to the offsets the timestamps name and, for read_committed, to the last
+    stable offset; in DROPMALFORMED and PERMISSIVE modes none past a batch that cannot be
+    framed (which ends its partition)."""
     slices: list[SegmentSlice] = []
     for root in paths:
         for directory, logs in _segments_under(root):
             where = partition_of(directory)
             topic, partition = where if where else (directory.name, -1)
+            offsets = _offset_range(logs, options)
+            if offsets is None:
+                continue   # no record at or after startingTimestamp
             aborted = tuple(aborted_transactions(directory)) if options.read_committed else ()
+            damage = _first_damage(logs) if options.mode != "FAILFAST" else None
             bases = [base_offset_of(p) for p in logs]
             for i, log in enumerate(logs):
                 following = bases[i + 1] if i + 1 < len(logs) else None
-                if following is not None and following <= options.offsets[0]:
+                if following is not None and following <= offsets[0]:
                     continue   # every offset of this segment is below the range
-                if bases[i] >= options.offsets[1]:
+                if bases[i] >= offsets[1]:
                     continue
-                if following is not None and _before(log, bases[i], options.timestamps[0]):
-                    continue   # (the last segment may still be written: never pruned by time)
-                for start, end in _splits(log, bases[i], options.split_bytes):
-                    slices.append(SegmentSlice(str(log), topic, partition, start, end, aborted))
+                splits = _splits(log, bases[i], options.split_bytes)
+                for start, end in splits:
+                    if damage is not None and (i, start) > damage:
+                        break
+                    final = following is None and end == splits[-1][1]
+                    slices.append(SegmentSlice(str(log), topic, partition, start, end,
+                                               aborted, offsets, final))
     return slices
 
 
@@ -165,17 +179,45 @@ def _segments_under(root: str) -> list[tuple[Path, list[Path]]]:
         raise FileNotFoundError(f"kafka-log: {exc}") from None
 
 
-def _before(log: Path, base_offset: int, timestamp: int) -> bool:
-    """True when a rolled segment's time index shows no record at or after ``timestamp``:
-    its last entry, written when it rolled, holds its largest timestamp. An index that
-    starts with a zero entry (preallocated, never written) shows nothing."""
-    time_index = log.with_suffix(".timeindex")
-    if timestamp == INT64_MIN or not time_index.exists():
-        return False
-    entries = read_time_index(time_index, base_offset)
-    if not entries or (entries[0].timestamp, entries[0].offset) == (0, base_offset):
-        return False
-    return entries[-1].timestamp < timestamp
+def _offset_range(logs: Sequence[Path], options: Options) -> tuple[int, int] | None:
+    """The offsets to read from a partition: the options' range, from the first offset at
+    startingTimestamp and up to the first at endingTimestamp (Spark's Kafka source's
+    meaning: offsets looked up by time, as a consumer's offsetsForTimes), and for
+    read_committed below the first open transaction; None when no record reaches
+    startingTimestamp."""
+    lo, hi = options.offsets
+    start_time, end_time = options.timestamps
+    if start_time != INT64_MIN:
+        found = offset_for_time(logs, start_time)
+        if found is None:
+            return None
+        lo = max(lo, found)
+    if end_time != INT64_MAX:
+        found = offset_for_time(logs, end_time)
+        if found is not None:
+            hi = min(hi, found)
+    if options.read_committed:
+        stable = last_stable_offset(logs)
+        if stable is not None:
+            hi = min(hi, stable)
+    return lo, hi
+
+
+def _first_damage(logs: Sequence[Path]) -> tuple[int, int] | None:
+    """(segment index, byte position) of the first batch that cannot be framed, or of a
+    partial batch ending any segment but the last: where a broker's recovery would
+    truncate the partition."""
+    for i, log in enumerate(logs):
+        with Segment(log) as segment:
+            reader = segment.reader(validate_crc=False)
+            try:
+                for _ in reader:
+                    pass
+            except KcodecError:
+                return i, reader.valid_bytes
+        if reader.trailing_bytes and i < len(logs) - 1:
+            return i, reader.valid_bytes
+    return None
 
 
 def _splits(log: Path, base_offset: int, split_bytes: int) -> list[tuple[int, int]]:
@@ -232,7 +274,7 @@ def read_slice(part: SegmentSlice, options: Options, names: Sequence[str]) -> It
 
 def _read_groups(data: memoryview, part: SegmentSlice, options: Options,
                  names: Sequence[str]) -> Iterator[Any]:
-    groups, framing_error = _frame(data, options.chunk_records)
+    groups, framing_error = _frame(data, options.chunk_records, part.final)
     for group in groups:
         first_offset, start, end = group[0][0], group[0][1], group[-1][2]
         try:
@@ -279,20 +321,29 @@ def _messages(data: memoryview, start: int, end: int) -> list[tuple[int, int, in
         return []
 
 
-def _frame(data: memoryview, chunk_records: int
+def _frame(data: memoryview, chunk_records: int, final: bool
            ) -> tuple[list[list[tuple[int, int, int]]], KcodecError | None]:
     """(first offset, start, end) of every batch (or run of plain legacy messages),
     grouped by about ``chunk_records`` records, and the framing error that ended the slice
-    early, if any."""
+    early, if any: a partial batch ends only the partition's ``final`` slice well (as a
+    crash leaves one, which recovery truncates); anywhere else it is damage."""
     entries: list[Any] = []
     error = None
+    reader = read_entries_for_columns(data)
     try:
-        for entry in read_entries_for_columns(data):
+        for entry in reader:
             entries.append(entry)
     except KcodecError as exc:
         if exc.position is None:
             exc.position = entries[-1].position + entries[-1].size if entries else 0
-        error = exc
+        # without its traceback, whose frame holds the reader, which holds the slice's
+        # memory: the error is raised again (or made a row) elsewhere
+        error = exc.with_traceback(None)
+    else:
+        if reader.trailing_bytes and not final:
+            error = CorruptRecordError(
+                f"the {reader.trailing_bytes} bytes after the last whole batch do not frame "
+                "one, before the end of the partition", position=reader.valid_bytes)
     groups: list[list[tuple[int, int, int]]] = []
     records = chunk_records
     for entry, count in zip(entries, entry_records(entries)):
@@ -318,18 +369,20 @@ def _located(exc: KcodecError, part: SegmentSlice, base: int) -> KcodecError:
 
 def _decode(data: Any, first_offset: int, part: SegmentSlice, options: Options,
             names: Sequence[str]) -> Iterator[Any]:
-    permissive = options.mode == "PERMISSIVE"
-    columns = [n for n in names if not (permissive and n == options.corrupt_column)]
+    """The slice's records in the columns ``names`` (a corrupt-record column asked for,
+    null)."""
+    columns = [n for n in names if n != options.corrupt_column]
     aborted = fetch_aborted(part.aborted, first_offset) if options.read_committed else None
     for batch in iter_arrow(data, chunk_records=options.chunk_records, topic=part.topic,
-                            partition=part.partition, columns=columns,
-                            offsets=options.offsets, timestamps=options.timestamps,
+                            partition=part.partition, columns=columns, offsets=part.offsets,
                             include_control=options.include_control,
                             aborted_transactions=aborted):
-        if permissive:
+        if len(columns) < len(names):
             import pyarrow as pa
-            batch = batch.append_column(options.corrupt_column,
-                                        pa.nulls(batch.num_rows, pa.string()))
+            nulls = pa.nulls(batch.num_rows, pa.string())
+            batch = pa.RecordBatch.from_arrays(
+                [nulls if n == options.corrupt_column else batch.column(n) for n in names],
+                names=list(names))
         yield batch
 
 
