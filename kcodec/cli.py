@@ -591,6 +591,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: what was being written is gone (written aside)
+        print("kcodec: interrupted", file=sys.stderr)
+        return 130
     except kcodec.errors.KcodecError as exc:
         where = "".join(f", {note}" for note in getattr(exc, "__notes__", ()))
         print(f"kcodec: error: {exc}{where}", file=sys.stderr)

@@ -476,3 +476,14 @@ def test_written_partitions_follow_the_umask(tmp_path: Path) -> None:
         os.umask(old)
     assert target.stat().st_mode & 0o777 == 0o755
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_an_interrupt_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C during a write ends with status 130, one line and nothing written."""
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+    monkeypatch.setattr(segments, "_write_segment", interrupted)
+    assert main(["gen", str(tmp_path / "out"), "--partitions", "1", "--records", "10"]) == 130
+    assert capsys.readouterr().err == "kcodec: interrupted\n"
+    assert list((tmp_path / "out").iterdir()) == []
