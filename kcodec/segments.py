@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kcodec._atomic import fsync_directory, staging_directory
-from kcodec._batch import BatchReader, RecordBatch, read_batches
+from kcodec._batch import BatchReader, RecordBatch, read_batches, read_entries_for_columns
 from kcodec._legacy import LegacyBatch
 from kcodec.columnar import INT64_MAX, INT64_MIN, iter_arrow, iter_columns
 from kcodec.errors import KcodecError
@@ -127,17 +127,18 @@ def last_stable_offset(logs: Sequence[str | os.PathLike[str]]) -> int | None:
     """The first offset of the earliest transaction still open at the end of a partition's
     segments ``logs`` (in offset order; a transactional batch with no COMMIT or ABORT marker
     of its producer after it), or None when none is open: where a read_committed consumer
-    stops, whatever follows. Found from the batch headers alone."""
+    stops, whatever follows. Found from the batch headers alone (runs of other batches
+    framed without an object each)."""
     open_since: dict[int, int] = {}
     for log in logs:
         with Segment(log) as segment:
-            for batch in segment.reader(validate_crc=False):
-                if not batch.is_transactional:
+            for entry in read_entries_for_columns(segment.data):
+                if not (isinstance(entry, RecordBatch) and entry.is_transactional):
                     continue
-                if batch.is_control:
-                    open_since.pop(batch.producer_id, None)
+                if entry.is_control:
+                    open_since.pop(entry.producer_id, None)
                 else:
-                    open_since.setdefault(batch.producer_id, batch.base_offset)
+                    open_since.setdefault(entry.producer_id, entry.base_offset)
     return min(open_since.values()) if open_since else None
 
 
@@ -214,7 +215,7 @@ class Segment:
         """(position, size) of the bytes after the last whole batch, or None when the log
         ends with one: the tail a crash leaves mid-write, which Kafka's recovery
         truncates (in any but a partition's last segment, damage)."""
-        reader = self.reader(validate_crc=False)
+        reader = read_entries_for_columns(self.data)   # (framed, not read)
         for _ in reader:
             pass
         return (reader.valid_bytes, reader.trailing_bytes) if reader.trailing_bytes else None

@@ -209,7 +209,7 @@ def _first_damage(logs: Sequence[Path]) -> tuple[int, int] | None:
     truncate the partition."""
     for i, log in enumerate(logs):
         with Segment(log) as segment:
-            reader = segment.reader(validate_crc=False)
+            reader = read_entries_for_columns(segment.data)
             try:
                 for _ in reader:
                     pass
