@@ -132,13 +132,16 @@ def last_stable_offset(logs: Sequence[str | os.PathLike[str]]) -> int | None:
     open_since: dict[int, int] = {}
     for log in logs:
         with Segment(log) as segment:
-            for entry in read_entries_for_columns(segment.data):
-                if not (isinstance(entry, RecordBatch) and entry.is_transactional):
-                    continue
-                if entry.is_control:
-                    open_since.pop(entry.producer_id, None)
-                else:
-                    open_since.setdefault(entry.producer_id, entry.base_offset)
+            try:
+                for entry in read_entries_for_columns(segment.data):
+                    if not (isinstance(entry, RecordBatch) and entry.is_transactional):
+                        continue
+                    if entry.is_control:
+                        open_since.pop(entry.producer_id, None)
+                    else:
+                        open_since.setdefault(entry.producer_id, entry.base_offset)
+            except KcodecError:   # a batch that cannot be framed ends the partition (reading
+                break             # it reports it), as a broker's recovery truncates there
     return min(open_since.values()) if open_since else None
 
 
@@ -211,14 +214,25 @@ class Segment:
     def batches(self, **options: Any) -> Iterator[Entry]:
         yield from self.reader(**options)
 
+    def framing(self) -> tuple[int, int, bool]:
+        """Where the log's whole batches end, how many bytes follow them, and whether
+        framing stopped there at a batch that cannot be framed (else those bytes are a
+        partial batch: the tail a crash leaves mid-write, which Kafka's recovery truncates;
+        in any but a partition's last segment, damage). Framed, not read."""
+        reader = read_entries_for_columns(self.data)
+        try:
+            for _ in reader:
+                pass
+        except KcodecError:
+            return reader.valid_bytes, self.size - reader.valid_bytes, True
+        return reader.valid_bytes, reader.trailing_bytes, False
+
     def partial_tail(self) -> tuple[int, int] | None:
-        """(position, size) of the bytes after the last whole batch, or None when the log
-        ends with one: the tail a crash leaves mid-write, which Kafka's recovery
-        truncates (in any but a partition's last segment, damage)."""
-        reader = read_entries_for_columns(self.data)   # (framed, not read)
-        for _ in reader:
-            pass
-        return (reader.valid_bytes, reader.trailing_bytes) if reader.trailing_bytes else None
+        """(position, size) of a partial batch the log ends with (see :meth:`framing`), or
+        None: when it ends with a whole batch, or framing stops at a batch that cannot be
+        framed (which reading the log reports)."""
+        end, after, broken = self.framing()
+        return (end, after) if after and not broken else None
 
     def position_of(self, offset: int) -> int:
         """Where to start reading for ``offset``: the greatest index entry at or below it."""

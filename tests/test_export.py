@@ -168,3 +168,9 @@ def test_a_partial_batch_is_left_out_at_the_end_and_damage_before(
     assert main(["export", str(partition), "-o", str(target)]) == 1
     err = capsys.readouterr().err
     assert "are damage (at byte 0)" in err and err.endswith(f", in {logs[1]}\n")
+    damaged[16] = 7   # a magic no batch has: reading it names the error and the segment
+    logs[1].write_bytes(damaged)
+    for read_committed in ([], ["--read-committed"]):
+        assert main(["export", str(partition), "-o", str(target), *read_committed]) == 1
+        err = capsys.readouterr().err
+        assert "Invalid magic" in err and err.endswith(f", in {logs[1]}\n")

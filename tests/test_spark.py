@@ -276,6 +276,8 @@ def test_damage_ends_the_partition_whatever_the_splits(spark: Any, tmp_path: Pat
     counts = {reader.option("maxBytesPerPartition", str(split)).load(str(partition)).count()
               for split in (1 << 29, 2000)}
     assert counts == {kept}
+    committed = reader.option("isolationLevel", "read_committed").load(str(partition))
+    assert committed.count() == kept   # the planner's transaction scan stops there too
     with pytest.raises(Exception, match="frame|Invalid|corrupt|CORRUPT"):
         spark.read.format("kafka-log").load(str(partition)).count()
 

@@ -209,14 +209,9 @@ def _first_damage(logs: Sequence[Path]) -> tuple[int, int] | None:
     truncate the partition."""
     for i, log in enumerate(logs):
         with Segment(log) as segment:
-            reader = read_entries_for_columns(segment.data)
-            try:
-                for _ in reader:
-                    pass
-            except KcodecError:
-                return i, reader.valid_bytes
-        if reader.trailing_bytes and i < len(logs) - 1:
-            return i, reader.valid_bytes
+            end, after, broken = segment.framing()
+        if broken or (after and i < len(logs) - 1):
+            return i, end
     return None
 
 
