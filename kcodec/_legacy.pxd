@@ -26,7 +26,7 @@ cdef struct InnerMessages:
     Py_ssize_t end              # the bytes of whole messages: a partial last one is left out
     Py_ssize_t pos
     int64_t base                # added to each inner offset field
-    bint wrapper_time           # LogAppendTime: every record has the wrapper's timestamp
+    bint wrapper_time           # LogAppendTime: every magic-1 record has the wrapper's timestamp
     int64_t wrapper_timestamp
 
 # Plain (uncompressed) legacy messages, in input order, parsed into one array: a stretch

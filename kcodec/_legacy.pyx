@@ -451,7 +451,10 @@ cdef bint next_inner(InnerMessages *inner, LegacyMessage *m, int64_t *offset,
     _parse(inner.p + inner.pos, size, m)   # checked by open_inner
     inner.pos += size
     offset[0] = m.offset + inner.base
-    timestamp[0] = inner.wrapper_timestamp if inner.wrapper_time else m.timestamp
+    # a LogAppendTime wrapper's timestamp stands for its magic-1 messages' own; a magic-0
+    # message has none (-1) wherever it is
+    timestamp[0] = (inner.wrapper_timestamp if inner.wrapper_time and m.magic == 1
+                    else m.timestamp)
     return True
 
 

@@ -35,8 +35,9 @@ cdef bint _legacy_outside(object entry, int64_t lo, int64_t hi, int64_t earliest
     far as its own fields tell. A message's offset and timestamp are its record's. A
     compressed wrapper's records end at its offset only in magic 1 and not at offset 0
     (old producers' wrappers, whose inner offsets stand as they are, as magic 0's always
-    do), and are no later than its timestamp only where they take it (log append time);
-    otherwise its records are filtered one by one as they are decoded."""
+    do), and are no later than its timestamp only where its magic-1 messages take it (log
+    append time; a magic-0 message inside has -1); otherwise its records are filtered one
+    by one as they are decoded."""
     cdef const LegacyMessage *m = shallow_message(entry)
     if not m.attributes & ATTR_CODEC:
         return (m.offset < lo or (m.offset >= hi and hi != INT64_MAX)
@@ -44,7 +45,7 @@ cdef bint _legacy_outside(object entry, int64_t lo, int64_t hi, int64_t earliest
     if m.magic != 1:
         return False
     return ((m.offset != 0 and m.offset < lo)
-            or (m.attributes & ATTR_LOG_APPEND_TIME != 0 and m.timestamp < earliest))
+            or (m.attributes & ATTR_LOG_APPEND_TIME != 0 and max(m.timestamp, -1) < earliest))
 
 
 def select_entries(entries, bint include_control, aborted_transactions, int64_t lo,

@@ -304,8 +304,11 @@ def _kept_last_offset(batch: RecordBatch, records: Sequence[Record]) -> int | No
 def _legacy_entries(records: Sequence[Record], magic: int, codec: Compression,
                     level: int | None, ts_type: TimestampType, log_append_time: int | None,
                     rep: ConversionReport, position: int) -> bytes:
-    """One wrapper holding all records, or one message per record when uncompressed."""
+    """One wrapper holding all records, or one message per record when uncompressed
+    (magic 0 without timestamps, whatever the source's type and log append time)."""
     check_writable(records, position, legacy=True, timestamps=magic > 0)
+    if magic == 0:
+        log_append_time = None
     def builder() -> BatchBuilder:
         return BatchBuilder(magic=magic, compression=codec, level=level,
                             base_offset=records[0].offset, timestamp_type=ts_type,

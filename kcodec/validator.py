@@ -241,7 +241,8 @@ def _patch_in_place(entries: Sequence[Entry], records: Sequence[Record], next_of
             entry.record_count if isinstance(entry, RecordBatch) else 1)
         own = records if compressed else records[offset - next_offset:offset - next_offset + count]
         offset += count
-        max_ts = now if log_append else max((r.timestamp for r in own), default=-1)
+        # LogValidator's max starts at NO_TIMESTAMP: timestamps below -1 leave it there
+        max_ts = now if log_append else max((-1, *(r.timestamp for r in own)))
         if isinstance(entry, RecordBatch):
             raw[0:8] = (offset - 1 - entry.last_offset_delta).to_bytes(8, "big", signed=True)
             raw[12:16] = leader_epoch.to_bytes(4, "big", signed=True)
@@ -282,10 +283,15 @@ def _rebuild(first: Entry, records: Sequence[Record], next_offset: int, topic: T
                            log_append_time=now if log_append and topic.magic else None, **options)
     check_writable(records, first.position, offsets=False, timestamps=topic.magic > 0)
     for i, record in enumerate(records):
+        if record.headers and topic.magic < 2:
+            # MemoryRecordsBuilder's IllegalArgumentException, which a broker answers with
+            # UNKNOWN_SERVER_ERROR; only a fetch's down-conversion drops headers
+            raise UnsupportedForMessageFormatError(
+                f"Magic v{topic.magic} does not support record headers (record {i})",
+                position=first.position)
         builder.append(record.value, key=record.key,
                        timestamp=record.timestamp if topic.magic else -1,
-                       headers=record.headers if topic.magic == 2 else (),
-                       offset=next_offset + i)
+                       headers=record.headers, offset=next_offset + i)
     return builder.build()
 
 

@@ -486,16 +486,38 @@ def test_legacy_wrappers_as_producers_write_them(magic: int) -> None:
                                               include_headers=True)) == expected
 
 
-def _legacy_wrapper(inner: bytes, last_offset: int, value: bytes | None = None) -> bytes:
-    """A magic-1 gzip wrapper (CreateTime) around the message set ``inner``: its value one
-    gzip member, or ``value`` when given."""
+def _legacy_wrapper(inner: bytes, last_offset: int, value: bytes | None = None, *,
+                    timestamp: int = TS, log_append: bool = False) -> bytes:
+    """A magic-1 gzip wrapper (CreateTime, or LogAppendTime) around the message set
+    ``inner``: its value one gzip member, or ``value`` when given."""
     import gzip
     import struct
     import zlib
     value = gzip.compress(inner) if value is None else value
-    body = struct.pack(">bbqii", 1, 1, TS, -1, len(value)) + value
+    body = struct.pack(">bbqii", 1, 1 | 0x08 * log_append, timestamp, -1, len(value)) + value
     message = struct.pack(">I", zlib.crc32(body)) + body
     return struct.pack(">qi", last_offset, len(message)) + message
+
+
+@pytest.mark.parametrize("wrapper_time", [TS + 99, -3])
+def test_a_log_append_time_wrapper_times_its_magic_1_messages_only(wrapper_time: int) -> None:
+    """Java's deep iterator gives a LogAppendTime wrapper's timestamp to its magic-1 inner
+    messages; a magic-0 one inside has no timestamp (-1), and a range that takes -1 but
+    not the wrapper's time keeps it."""
+    magic0 = kcodec.BatchBuilder(magic=0)
+    magic0.append(b"old", key=b"a")
+    magic1 = kcodec.BatchBuilder(magic=1, base_offset=1)
+    magic1.append(b"new", key=b"b", timestamp=TS)
+    data = _legacy_wrapper(magic0.build() + magic1.build(), 11, timestamp=wrapper_time,
+                           log_append=True)
+    everything = rows(data)
+    assert [(row[0], row[1]) for row in everything] == [(10, -1), (11, wrapper_time)]
+    assert column_rows(kcodec.decode_columns(data, include_headers=True)) == everything
+    earliest = -2 if wrapper_time < -1 else TS + 100
+    expected = [row for row in everything if row[1] >= earliest]
+    got = kcodec.decode_columns(data, timestamps=(earliest, 2**63), include_headers=True)
+    assert column_rows(got) == expected
+    assert len(expected) == (1 if wrapper_time < -1 else 0)
 
 
 def test_legacy_inner_crcs_checked_in_the_decoding_pass() -> None:

@@ -53,6 +53,22 @@ def test_down_and_up_again(magic: int, codec: str) -> None:
     assert batch.compression == kcodec.Compression.parse(codec) and batch.base_offset == 100
 
 
+@pytest.mark.parametrize("source_magic", [1, 2])
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_log_append_time_goes_down_to_magic_0(source_magic: int, codec: str) -> None:
+    """RecordsUtil's down-conversion hands magic 0 the batch's timestamp type and log
+    append time, which magic 0 has no field for: the messages keep offsets, keys and
+    values only."""
+    stamped = kcodec.BatchBuilder(magic=source_magic, compression=codec, base_offset=40,
+                                  timestamp_type=TimestampType.LOG_APPEND_TIME,
+                                  log_append_time=TS + 50)
+    for i in range(3):
+        stamped.append(b"v%d" % i, key=b"k", timestamp=TS + i)
+    down = kcodec.convert(stamped.build(), magic=0, on_loss="ignore")
+    assert {e.magic for e in kcodec.read_batches(down)} == {0}
+    assert content(down) == [(40 + i, -1, b"k", b"v%d" % i) for i in range(3)]
+
+
 def test_lz4_checksum_follows_the_target_magic() -> None:
     data = v2("lz4", n=3)
     for magic, hc in ((0, 0x1A), (1, 0x82)):

@@ -133,6 +133,42 @@ def test_legacy_data_is_patched_as_kafka_patches_it() -> None:
     assert [r.offset for e in kcodec.read_batches(result.records) for r in e] == [0, 1, 2]
 
 
+def test_timestamps_below_minus_one_leave_the_max_at_minus_one() -> None:
+    """LogValidator's max timestamp starts at NO_TIMESTAMP (-1), so an entry whose records
+    all carry timestamps below -1 (which pass the default time checks) is stored with -1,
+    in place as rebuilt."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+    v1 = {"message.format.version": "0.10.2"}
+    cases = []
+    for codec in (0, 1, 3):   # none, gzip, lz4 (kcodec's builder refuses such timestamps)
+        legacy = LegacyRecordBatchBuilder(1, codec, 1 << 20)
+        v2 = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1, 1 << 20)
+        for offset, ts in ((0, -5), (1, -7)):
+            if codec or not offset:   # (uncompressed magic 1: one message)
+                legacy.append(offset, ts, b"k", b"v")
+            v2.append(offset, ts, b"k", b"v", [])
+        cases += [(bytes(legacy.build()), v1), (bytes(v2.build()), None)]
+    for data, config in cases:
+        result = kcodec.validate(data, next_offset=3, now=NOW, config=config)
+        (entry,) = kcodec.read_batches(result.records)
+        assert not result.rebuilt and entry.is_valid()
+        assert (entry.max_timestamp, result.max_timestamp) == (-1, -1)
+
+
+def test_headers_cannot_go_into_a_legacy_topic() -> None:
+    """Rebuilding in magic 0 or 1 is MemoryRecordsBuilder's, which refuses headers
+    (only a fetch's down-conversion drops them)."""
+    builder = kcodec.BatchBuilder()
+    builder.append(b"v", key=b"k", timestamp=NOW, headers=[("trace-id", b"1")])
+    for version in ("0.10.2", "0.9.0"):
+        for codec in ("producer", "gzip"):
+            with pytest.raises(UnsupportedForMessageFormatError, match="record headers"):
+                kcodec.validate(builder.build(), next_offset=0, now=NOW,
+                                config={"message.format.version": version,
+                                        "compression.type": codec})
+
+
 # ---- one rejection per rule -------------------------------------------------------------
 
 def test_corrupt_message_2() -> None:
