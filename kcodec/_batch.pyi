@@ -124,6 +124,7 @@ def read_batches(
     max_batch_size: int | None = None,
     max_decompressed_size: int | None = None,
     allow_magic3: bool = False,
+    start: int = 0,
 ) -> BatchReader: ...
 def read_entries_for_columns(
     data: Buffer,

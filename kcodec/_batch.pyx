@@ -211,11 +211,17 @@ cdef class RecordBatch:
     @property
     def compression(self):
         """The codec as a :class:`Compression`; ids 6 and 7 raise."""
+        self.check_codec()
+        return Compression(self.attributes & ATTR_CODEC)
+
+    cdef int check_codec(self) except -1:
+        """Raise UnsupportedCompressionTypeError, at the attributes, for codec ids 6 and 7
+        (which Kafka does not define)."""
         cdef int codec = self.attributes & ATTR_CODEC
         if codec > 5:
             raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
-                                                  position=self.position)
-        return Compression(codec)
+                                                  position=self.position + OFF_ATTRIBUTES)
+        return 0
 
     @property
     def plugin_name(self):
@@ -314,6 +320,7 @@ cdef class RecordBatch:
         it._remaining = self.record_count
         if self.record_count == 0:
             return it  # Kafka does not look at the records section at all
+        self.check_codec()
         cdef int codec = self.attributes & ATTR_CODEC
         if self.magic == 3 and self.attributes & ATTR_HEADERS_FIRST:
             return self._headers_first_iterator(it, codec)
@@ -324,9 +331,6 @@ cdef class RecordBatch:
             it._start_position = self.position + self.header_size
             it._p = it._start
             return it
-        if codec > 5:
-            raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
-                                                  position=self.position + CRC_START)
         cdef ScratchBuffer records = self._decompressed(codec)
         it._owner = records
         it._start = records.mem.data
@@ -663,7 +667,7 @@ cdef class BatchReader:
 
 
 def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_size=None,
-                 max_decompressed_size=None, bint allow_magic3=False):
+                 max_decompressed_size=None, bint allow_magic3=False, Py_ssize_t start=0):
     """Iterate the record batches in ``data`` (bytes, bytearray, memoryview, mmap, ...).
 
     Batches are framed as Kafka frames a fetch response or a log segment: a
@@ -675,10 +679,22 @@ def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_s
     decompressed when a batch is first iterated, never into more than
     ``max_decompressed_size`` bytes (default: ``kcodec.codecs``' global limit).
     ``allow_magic3`` reads KIP-931's experimental magic 3, which Kafka (and so, by
-    default, kcodec) rejects as an invalid magic.
+    default, kcodec) rejects as an invalid magic. Framing starts at byte ``start`` (where
+    a batch must start, as an offset index entry says); positions, in batches and errors,
+    are still ``data``'s.
     """
-    return _set_up(BatchReader.__new__(BatchReader), data, validate_crc, strict, max_batch_size,
-                   max_decompressed_size, allow_magic3)
+    cdef BatchReader reader = _set_up(BatchReader.__new__(BatchReader), data, validate_crc,
+                                      strict, max_batch_size, max_decompressed_size,
+                                      allow_magic3)
+    _start_at(reader, start)
+    return reader
+
+
+cdef int _start_at(BatchReader reader, Py_ssize_t start) except -1:
+    if not 0 <= start <= reader._buf.size:
+        raise ValueError(f"start {start} is outside the input's {reader._buf.size} bytes")
+    reader._pos = start
+    return 0
 
 
 @cython.final
@@ -716,9 +732,7 @@ def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=N
     ended)."""
     cdef BatchReader reader = _set_up(EntryReader.__new__(EntryReader), data, False, strict,
                                       None, max_decompressed_size, allow_magic3)
-    if not 0 <= start <= reader._buf.size:
-        raise ValueError(f"start {start} is outside the input's {reader._buf.size} bytes")
-    reader._pos = start
+    _start_at(reader, start)
     if stop is not None:
         reader._stop = stop
     reader._run_records = max(run_records, 0)

@@ -227,7 +227,8 @@ cdef inline uint8_t *_put_field(uint8_t *p, _Span s) noexcept:
 cdef class BatchBuilder:
     """Build one magic-2 record batch, as Kafka's ``MemoryRecordsBuilder``.
 
-    Keyword arguments: ``base_offset``; ``partition_leader_epoch`` (-1, as the
+    Keyword arguments only (see the stub, _builder.pyi, for their types): ``magic``;
+    ``base_offset``; ``partition_leader_epoch`` (-1, as the
     Java producer writes it); ``producer_id``, ``producer_epoch`` and
     ``base_sequence`` (-1 for none); ``is_transactional``; ``is_control`` (for
     end-transaction markers, see :meth:`append_end_txn_marker`);
@@ -272,6 +273,7 @@ cdef class BatchBuilder:
     def __dealloc__(self):
         scratch_give_back(self._buf)
 
+    @cython.embedsignature(False)   # Cython 3.x would embed it as if magic were positional
     def __init__(self, *, int magic=2, compression=Compression.NONE, level=None,
                  int64_t base_offset=0, int32_t partition_leader_epoch=-1,
                  int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,

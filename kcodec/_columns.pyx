@@ -375,6 +375,10 @@ cdef int _queue_v2(_Run run, RecordBatch batch) except -1:
             batch.ensure_valid()
         raise InvalidRecordError(f"Found invalid record count {count}",
                                  position=batch.position + OFF_RECORD_COUNT)   # (as rows)
+    if count and batch.attributes & ATTR_CODEC > 5:
+        if validate_crc:
+            batch.ensure_valid()
+        batch.check_codec()   # as the row reader: an unknown codec is the data's error
     _fill_info(&task.info, batch, run.strict, &run.ranges)
     # the batch's bytes, in the input its InputBuffer holds exported (not through a
     # memoryview of each batch: a log of many small batches then makes fewer objects)

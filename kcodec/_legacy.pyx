@@ -13,7 +13,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport free, realloc
 
 from kcodec._crc32c cimport crc32_update
-from kcodec._layout cimport ATTR_CODEC, ATTR_LOG_APPEND_TIME
+from kcodec._layout cimport ATTR_CODEC, ATTR_LOG_APPEND_TIME, LEGACY_ATTRIBUTES
 from kcodec._native cimport kc_get_be32, kc_get_be64
 from kcodec._record cimport InputBuffer, Record
 from kcodec._frames cimport NOGIL_FROM, decompress_in_c
@@ -242,7 +242,7 @@ cdef class LegacyBatch:
         cdef int codec = self._m.attributes & ATTR_CODEC
         if codec > 5:
             raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
-                                                  position=self.position)
+                                                  position=self.position + LEGACY_ATTRIBUTES)
         return Compression(codec)
 
     @property
@@ -360,7 +360,7 @@ cdef class LegacyBatch:
                 "(zstd needs magic 2)", position=self.position)
         if codec > 4:
             raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}",
-                                                  position=self.position)
+                                                  position=self.position + LEGACY_ATTRIBUTES)
         if self._m.value == NULL:
             raise InvalidRecordError(
                 f"Found invalid compressed record set with null value (magic = {self._m.magic})",

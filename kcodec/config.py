@@ -15,6 +15,7 @@ from typing import Any
 from kcodec._builder import BatchBuilder
 from kcodec.codecs import LEVEL_RANGES
 from kcodec.constants import Compression, TimestampType
+from kcodec.errors import UnknownCompressionTypeError
 from kcodec.plugins import check_name
 
 INT64_MAX = 2**63 - 1
@@ -43,10 +44,11 @@ def _levels(props: Mapping[str, Any]) -> dict[Compression, int]:
     return levels
 
 
-def _choice(props: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str) -> str:
+def _choice(props: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str,
+            error: type[ValueError] = ValueError) -> str:
     value = str(props.get(key, default)).strip().lower()
     if value not in allowed:
-        raise ValueError(f"{key}={value!r}: expected one of {', '.join(allowed)}")
+        raise error(f"{key}={value!r}: expected one of {', '.join(allowed)}")
     return value
 
 
@@ -97,7 +99,7 @@ class TopicConfig:
         policies = {p.strip() for p in str(props.get("cleanup.policy", "delete")).split(",")}
         return cls(
             compression_type=_choice(props, "compression.type", TOPIC_COMPRESSION_TYPES,
-                                     "producer"),
+                                     "producer", UnknownCompressionTypeError),
             levels=_levels(props),
             timestamp_type=(TimestampType.LOG_APPEND_TIME if ts_name == "logappendtime"
                             else TimestampType.CREATE_TIME),
@@ -144,11 +146,13 @@ class ProducerConfig:
         if "compression.codec" in props:
             codec_id = int(props["compression.codec"])
             if codec_id not in (0, 1, 2, 3):
-                raise ValueError(f"compression.codec={codec_id}: expected 0, 1, 2 or 3")
+                raise UnknownCompressionTypeError(
+                    f"compression.codec={codec_id}: expected 0, 1, 2 or 3")
             codec = Compression(codec_id)
         else:
-            codec = Compression.parse(
-                _choice(props, "compression.type", PRODUCER_COMPRESSION_TYPES, "none"))
+            codec = Compression.parse(_choice(props, "compression.type",
+                                              PRODUCER_COMPRESSION_TYPES, "none",
+                                              UnknownCompressionTypeError))
         topics = str(props.get("compressed.topics", "")).strip()
         levels = _levels(props)
         plugin = props.get(PLUGIN_KEY)

@@ -142,10 +142,6 @@ class DecompressionLimitError(RecordTooLargeError):
         return cls(f"decompressed data would exceed the limit of {limit} bytes")
 
 
-class NotSupportedError(KcodecError):
-    """Valid Kafka data that this version of kcodec does not handle yet."""
-
-
 __all__ = [
     "ChecksumError",
     "CompressionError",
@@ -154,7 +150,6 @@ __all__ = [
     "InvalidRecordError",
     "InvalidTimestampError",
     "KcodecError",
-    "NotSupportedError",
     "RecordListTooLargeError",
     "RecordTooLargeError",
     "UnknownCompressionTypeError",

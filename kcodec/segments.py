@@ -26,7 +26,7 @@ from kcodec._atomic import fsync_directory, staging_directory
 from kcodec._batch import BatchReader, RecordBatch, read_batches, read_entries_for_columns
 from kcodec._legacy import LegacyBatch
 from kcodec.columnar import INT64_MAX, INT64_MIN, iter_arrow, iter_columns
-from kcodec.errors import KcodecError
+from kcodec.errors import InvalidRecordError, KcodecError
 
 if TYPE_CHECKING:
     import pyarrow
@@ -145,13 +145,19 @@ def last_stable_offset(logs: Sequence[str | os.PathLike[str]]) -> int | None:
     return min(open_since.values()) if open_since else None
 
 
-def offset_for_time(logs: Sequence[str | os.PathLike[str]], timestamp: int) -> int | None:
+def offset_for_time(logs: Sequence[str | os.PathLike[str]], timestamp: int, *,
+                    skip_damaged: bool = False) -> int | None:
     """The offset of a partition's first record with a timestamp >= ``timestamp``, over its
     segments ``logs`` in offset order (Kafka's ListOffsets by time, as a consumer's
-    ``offsetsForTimes`` asks it), or None when there is none."""
+    ``offsetsForTimes`` asks it), or None when there is none. Errors name the segment;
+    ``skip_damaged`` is :meth:`Segment.offset_for_time`'s."""
     for log in logs:
         with Segment(log) as segment:
-            found = segment.offset_for_time(timestamp)
+            try:
+                found = segment.offset_for_time(timestamp, skip_damaged=skip_damaged)
+            except KcodecError as exc:
+                exc.add_note(f"in {segment.path}")
+                raise
         if found is not None:
             return found
     return None
@@ -208,8 +214,9 @@ class Segment:
         return memoryview(self._map) if self._map is not None else memoryview(b"")
 
     def reader(self, position: int = 0, **options: Any) -> BatchReader:
-        """Batches from byte ``position`` on; their ``position`` is relative to it."""
-        return read_batches(self.data[position:], **options)
+        """Batches from byte ``position`` on (where a batch starts); positions, in batches
+        and errors, are the log's."""
+        return read_batches(self.data, start=position, **options)
 
     def batches(self, **options: Any) -> Iterator[Entry]:
         yield from self.reader(**options)
@@ -235,10 +242,28 @@ class Segment:
         return (end, after) if after and not broken else None
 
     def position_of(self, offset: int) -> int:
-        """Where to start reading for ``offset``: the greatest index entry at or below it."""
+        """Where to start reading for ``offset``: the position of the greatest offset index
+        entry at or below it that points at a batch (0 when none does). An entry that does
+        not (a damaged index: past the log's end, negative, inside a batch or at a batch
+        past its offset) is passed over, as Kafka's recovery rebuilds such an index;
+        :meth:`verify_indexes` names it."""
         keys = [e.offset for e in self.index]
-        i = bisect.bisect_right(keys, offset) - 1
-        return self.index[i].position if i >= 0 else 0
+        for i in range(bisect.bisect_right(keys, offset) - 1, -1, -1):
+            if self._points_at_batch(self.index[i]):
+                return self.index[i].position
+        return 0
+
+    def _points_at_batch(self, entry: IndexEntry) -> bool:
+        """Whether a whole batch starts at ``entry``'s position, one ending at or before its
+        offset (Kafka indexes a batch by its last offset; an old broker, a message set by
+        the set's last)."""
+        if not 0 <= entry.position < self.size:
+            return False
+        try:
+            batch = next(read_batches(self.data, start=entry.position, validate_crc=False), None)
+        except KcodecError:
+            return False
+        return batch is not None and batch.last_offset <= entry.offset
 
     def seek(self, offset: int, **options: Any) -> Iterator[Entry]:
         """Batches from the one holding ``offset`` on (using the offset index)."""
@@ -247,20 +272,34 @@ class Segment:
             if entry.last_offset >= offset:
                 yield entry
 
-    def offset_for_time(self, timestamp: int) -> int | None:
+    def offset_for_time(self, timestamp: int, *, skip_damaged: bool = False) -> int | None:
         """The offset of the first record with a timestamp >= ``timestamp``, or None
         (``LogSegment.findOffsetByTimestamp``: the time index says where to start scanning,
-        then the first batch reaching the timestamp is searched record by record)."""
+        then the first batch reaching the timestamp is searched record by record; that
+        batch's CRC is checked). With ``skip_damaged`` a batch whose records cannot be read
+        is passed over, and one that cannot be framed ends the search (as a reader that
+        drops damaged batches reads the log: the partition ends there)."""
         start = self.base_offset
         for entry in self.time_index:
             if entry.timestamp >= timestamp:
                 break
             start = entry.offset  # no batch up to this offset reaches the timestamp
-        for batch in self.seek(start):
-            if batch.max_timestamp >= timestamp:
-                for record in batch:
-                    if record.timestamp >= timestamp:
-                        return record.offset
+        try:
+            for batch in self.seek(start, validate_crc=False):
+                if batch.max_timestamp < timestamp:
+                    continue
+                try:
+                    batch.ensure_valid()
+                    found = next((r.offset for r in batch if r.timestamp >= timestamp), None)
+                except KcodecError:
+                    if not skip_damaged:
+                        raise
+                    continue
+                if found is not None:
+                    return found
+        except KcodecError:
+            if not skip_damaged:
+                raise
         return None
 
     def verify_indexes(self) -> list[str]:
@@ -330,14 +369,20 @@ class Partition:
                                       read_committed=read_committed, **options)
 
     def batches(self, start_offset: int | None = None, **options: Any) -> Iterator[Entry]:
+        """The batches of every segment in turn (``options`` are read_batches'), from the
+        one holding ``start_offset`` when given; errors name the segment."""
         for i, segment in enumerate(self.segments):
             following = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
             if start_offset is not None and following is not None and following <= start_offset:
                 continue
-            if start_offset is None:
-                yield from segment.batches(**options)
-            else:
-                yield from segment.seek(start_offset, **options)
+            try:
+                if start_offset is None:
+                    yield from segment.batches(**options)
+                else:
+                    yield from segment.seek(start_offset, **options)
+            except KcodecError as exc:
+                exc.add_note(f"in {segment.path}")
+                raise
 
 
 def iter_partition_arrow(directory: str | os.PathLike[str],
@@ -462,8 +507,12 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
     the segment's first, and are named by their first offset; each gets its ``.index`` and
     ``.timeindex``, and a ``.txnindex`` of the ``aborted`` transactions whose ABORT marker
     (``last_offset``) it holds. The directory must not exist yet: it appears whole or not
-    at all (written aside, fsynced, renamed).
+    at all (written aside, fsynced, renamed). Offsets must increase from batch to batch,
+    as a log's do (else InvalidRecordError, at the batch's byte in the batches joined).
     """
+    if not 0 < segment_bytes <= MAX_RELATIVE_OFFSET:
+        raise ValueError(f"segment_bytes must be 1..{MAX_RELATIVE_OFFSET} (an index holds "
+                         f"positions as int32), not {segment_bytes}")
     target = Path(directory)
     if target.exists():
         raise FileExistsError(f"{target} exists; kcodec never overwrites a partition")
@@ -474,9 +523,12 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
         size = 0
         base = None
         bases: list[int] = []   # of the segments written
+        position, previous = 0, None   # (in the batches joined; the last offset before)
         for raw in batches:
             (entry,) = read_batches(raw, validate_crc=False)
             first = entry.base_offset  # a legacy wrapper is decoded to find it
+            _check_increasing(entry, first, previous, position)
+            position, previous = position + len(raw), entry.last_offset
             # a segment also rolls where an offset would lie past an int32 from its base
             # (LogSegment.shouldRoll: the indexes hold offsets relative to it)
             if segment and (size + len(raw) > segment_bytes
@@ -499,6 +551,16 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+def _check_increasing(entry: Entry, first: int, previous: int | None, position: int) -> None:
+    """Refuse a batch whose offsets do not follow ``previous`` (UnifiedLog's "out of order
+    offsets"), or run backwards themselves: its index entries would fall before its
+    segment's base offset."""
+    if entry.last_offset < first or (previous is not None and first <= previous):
+        after = "" if previous is None else f" after offset {previous}"
+        raise InvalidRecordError(f"Out of order offsets: a batch of offsets {first} to "
+                                 f"{entry.last_offset}{after}", position=position)
 
 
 def _write_segment(directory: Path, base_offset: int, batches: list[bytes], interval: int) -> None:

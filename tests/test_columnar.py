@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -891,6 +892,36 @@ def test_every_entry_point_takes_the_same_options() -> None:
     assert all(arrow[name] == parameter for name, parameter in shared.items())
     with pytest.raises(TypeError, match="thread"):
         kcodec.decode_arrow(b"", thread=2)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("codec", [6, 7])
+@pytest.mark.parametrize("magic", [0, 1, 2])
+def test_an_unknown_codec_in_data_is_the_same_error_everywhere(magic: int, codec: int) -> None:
+    """Codec ids 6 and 7 met in data are Kafka's UNSUPPORTED_COMPRESSION_TYPE at the
+    attributes, from the row reader and the columnar decoder alike; never the argument
+    error UnknownCompressionTypeError (a ValueError)."""
+    from kcodec.errors import UnknownCompressionTypeError, UnsupportedCompressionTypeError
+    builder = kcodec.BatchBuilder(magic=magic, compression="gzip")
+    for i in range(3):
+        builder.append(b"value-%d" % i, timestamp=TS)
+    data = bytearray(builder.build())
+    if magic == 2:
+        data[22] = data[22] & ~7 | codec
+        data[17:21] = kcodec.crc32c(bytes(data[21:])).to_bytes(4, "big")
+        where = 21
+    else:
+        data[17] = data[17] & ~7 | codec
+        data[12:16] = kcodec.crc32(bytes(data[16:])).to_bytes(4, "big")
+        where = 17
+    (entry,) = kcodec.read_batches(bytes(data))
+    attempts: list[Callable[[], object]] = [
+        lambda: entry.compression, entry.records, lambda: kcodec.decode_columns(data),
+        lambda: kcodec.decode_arrow(data), lambda: kcodec.decode_arrow(data, threads=2)]
+    for attempt in attempts:
+        with pytest.raises(UnsupportedCompressionTypeError) as caught:
+            attempt()
+        assert not isinstance(caught.value, UnknownCompressionTypeError)
+        assert caught.value.position == where
 
 
 def test_arrow_schema_is_sparks() -> None:

@@ -27,7 +27,6 @@ EXAMPLES = [
     errors.UnsupportedForMessageFormatError("transactional on magic 1"),
     errors.CompressionError("truncated lz4 frame", position=61),
     errors.DecompressionLimitError.exceeding(1 << 20),
-    errors.NotSupportedError("not yet"),
 ]
 
 

@@ -119,9 +119,14 @@ def test_the_input_is_never_the_output(tmp_path: Path) -> None:
     partition = write_transactional_partition(tmp_path)
     log = sorted(partition.glob("*.log"))[0]
     before = log.read_bytes()
-    with pytest.raises(ValueError, match="one of the segments"):
-        kcodec.export_segments([partition], log, format="parquet")
-    assert log.read_bytes() == before
+    index = log.with_suffix(".index")
+    index_before = index.read_bytes()
+    for target in (log, index, log.with_suffix(".timeindex")):
+        with pytest.raises(ValueError, match="one of the files of a partition"):
+            kcodec.export_segments([partition], target, format="parquet")
+        with pytest.raises(ValueError, match="one of the files of a partition"):
+            kcodec.export_segments([log], target, format="parquet")
+    assert log.read_bytes() == before and index.read_bytes() == index_before
     with pytest.raises(ValueError, match="cannot tell the format"):
         kcodec.export_segments([partition], tmp_path / "out.csv")
 

@@ -77,6 +77,55 @@ def test_seek_by_offset_and_time_with_the_indexes() -> None:
         assert inside
 
 
+def test_seeking_positions_are_the_logs_and_a_damaged_index_is_passed_over(
+        tmp_path: Path) -> None:
+    """Batches and errors met after a seek give their byte in the log (and, through a
+    partition, the segment); an index entry that points at no batch (past the log, before
+    it, inside a batch) is passed over for an earlier one, as Kafka rebuilds such an index,
+    so no record is lost."""
+    source = shared_path("testdata", "kafka-segments", "hafizhkusuma__BigData-Project1Kafka",
+                         "sensor-suhu-0")
+    directory = Path(shutil.copytree(source, tmp_path / "sensor-suhu-0"))
+    log = directory / "00000000000000000000.log"
+    entries = segments.read_offset_index(log.with_suffix(".index"), 0)
+    entry = entries[5]
+    with segments.Segment(log) as segment:
+        expected = [(b.position, b.last_offset) for b in segment.batches()
+                    if b.last_offset >= entry.offset + 10]
+        assert [(b.position, b.last_offset) for b in segment.seek(entry.offset + 10)] == expected
+    index = bytearray(log.with_suffix(".index").read_bytes())
+    for position in (log.stat().st_size + 100, -61, 7, entries[20].position):
+        index[8 * 5 + 4:8 * 5 + 8] = position.to_bytes(4, "big", signed=True)
+        log.with_suffix(".index").write_bytes(index)
+        with segments.Partition(directory) as partition:
+            (segment,) = partition.segments
+            assert segment.position_of(entry.offset + 10) == entries[4].position
+            got = [(b.position, b.last_offset) for b in partition.batches(entry.offset + 10)]
+            assert got == expected
+    damaged = bytearray(log.read_bytes())
+    damaged[entry.position + 16] = 9   # a magic no batch has
+    log.write_bytes(damaged)
+    with segments.Partition(directory) as partition:
+        with pytest.raises(kcodec.errors.CorruptRecordError) as caught:
+            list(partition.batches(start_offset=entry.offset))
+    assert caught.value.position == entry.position
+    assert caught.value.__notes__ == [f"in {log}"]
+
+
+def test_written_offsets_must_increase(tmp_path: Path) -> None:
+    def batch(base: int) -> bytes:
+        builder = kcodec.BatchBuilder(base_offset=base)
+        builder.append(b"v", timestamp=TS)
+        return builder.build()
+    for bases in ([0, 1, 1 << 40, 3], [0, 5, 5]):
+        with pytest.raises(kcodec.errors.InvalidRecordError, match="Out of order") as caught:
+            segments.write_partition(tmp_path / "t-0", [batch(b) for b in bases])
+        assert caught.value.position == len(batch(0)) * (len(bases) - 1)
+        assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="segment_bytes"):
+        segments.write_partition(tmp_path / "t-0", [batch(0)], segment_bytes=1 << 31)
+
+
 def sample_log(n: int = 50, per_batch: int = 10) -> list[bytes]:
     out = []
     for start in range(0, n, per_batch):

@@ -121,6 +121,37 @@ def test_a_failing_group_gives_no_record_twice(tmp_path: Path) -> None:
     assert table.column("offset").to_pylist() == [o for o in range(240) if o // 30 != 3]
 
 
+@pytest.mark.parametrize("mode", ["DROPMALFORMED", "PERMISSIVE", "FAILFAST"])
+def test_times_are_looked_up_past_a_damaged_batch(tmp_path: Path, mode: str) -> None:
+    """startingTimestamp's lookup passes over a batch whose records cannot be read where
+    the mode drops damaged batches (FAILFAST: the error names the segment)."""
+    import pyarrow as pa
+
+    from kcodec.errors import InvalidRecordError
+    from kcodec.spark.source import Options, plan, read_slice
+    batches = []
+    for offset in range(5):
+        builder = kcodec.BatchBuilder(base_offset=offset)
+        builder.append(b"value-%d" % offset, timestamp=1_700_000_000_000 + offset)
+        batches.append(bytearray(builder.build()))
+    batches[3][-1] = 0x09   # a header count of -5, the CRC made to match
+    batches[3][17:21] = kcodec.crc32c(bytes(batches[3][21:])).to_bytes(4, "big")
+    (tmp_path / "t-0").mkdir()
+    log = tmp_path / "t-0" / "00000000000000000000.log"
+    log.write_bytes(b"".join(batches))
+    options = Options.parse({"mode": mode, "startingTimestamp": str(1_700_000_000_003)})
+    names = ["offset"] + (["_corrupt_record"] if mode == "PERMISSIVE" else [])
+    if mode == "FAILFAST":
+        with pytest.raises(InvalidRecordError) as caught:
+            plan([str(tmp_path)], options)
+        assert caught.value.__notes__ == [f"in {log}"]
+        return
+    (part,) = plan([str(tmp_path)], options)
+    assert part.offsets[0] == 4
+    rows = pa.Table.from_batches(list(read_slice(part, options, names)))
+    assert rows.column("offset").to_pylist() == [4]
+
+
 def test_plain_legacy_messages_framed_in_runs(tmp_path: Path) -> None:
     """Plain magic-1 messages are framed a run at a time; a corrupt one costs only
     itself, and its row names its byte."""

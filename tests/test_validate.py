@@ -13,6 +13,7 @@ from kcodec.errors import (
     InvalidTimestampError,
     RecordListTooLargeError,
     RecordTooLargeError,
+    UnknownCompressionTypeError,
     UnsupportedCompressionTypeError,
     UnsupportedForMessageFormatError,
 )
@@ -309,6 +310,10 @@ def test_topic_config_keys() -> None:
                 {"compression.gzip.level": "12"}, {"no.such.key": "1"}):
         with pytest.raises(ValueError):
             TopicConfig.from_properties(bad)
+    # an unknown codec is the codec argument error, as wherever a codec is given
+    for bad in ({"compression.type": "none"}, {"compression.type": "brotli"}):
+        with pytest.raises(UnknownCompressionTypeError):
+            TopicConfig.from_properties(bad)
 
 
 def test_producer_config_and_the_original_design() -> None:
@@ -324,4 +329,7 @@ def test_producer_config_and_the_original_design() -> None:
     for bad in ({"compression.codec": "4"}, {"compression.type": "producer"},
                 {"compression.type": "gzip", "compression.codec": "1"}):
         with pytest.raises(ValueError):
+            ProducerConfig.from_properties(bad)
+    for bad in ({"compression.codec": "7"}, {"compression.type": "brotli"}):
+        with pytest.raises(UnknownCompressionTypeError):
             ProducerConfig.from_properties(bad)

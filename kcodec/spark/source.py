@@ -187,13 +187,14 @@ def _offset_range(logs: Sequence[Path], options: Options) -> tuple[int, int] | N
     startingTimestamp."""
     lo, hi = options.offsets
     start_time, end_time = options.timestamps
+    skip_damaged = options.mode != "FAILFAST"
     if start_time != INT64_MIN:
-        found = offset_for_time(logs, start_time)
+        found = offset_for_time(logs, start_time, skip_damaged=skip_damaged)
         if found is None:
             return None
         lo = max(lo, found)
     if end_time != INT64_MAX:
-        found = offset_for_time(logs, end_time)
+        found = offset_for_time(logs, end_time, skip_damaged=skip_damaged)
         if found is not None:
             hi = min(hi, found)
     if options.read_committed:
