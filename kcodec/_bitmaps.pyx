@@ -70,7 +70,7 @@ def pack_bitmaps(dict chunk):
         packed = chunk[name].view(numpy.uint8)[:(columns[k].n + 7) // 8]
         if columns[k].validity:
             del chunk[name]
-            chunk[name[:-len("valid")] + "bitmap"] = packed if columns[k].zeros else None
+            chunk[name.removesuffix("valid") + "bitmap"] = packed if columns[k].zeros else None
         else:
             chunk[name] = packed
     return chunk

@@ -1617,8 +1617,8 @@ def join_parts(_Chunk first, list parts, int threads):
                 data = data[8:]   # without its leading 0
             planned.append((i, at, data, shift))
             at += data.shape[0]
-            if name.endswith("_offsets"):
-                shift += int(part[name][-1])
+            if name.endswith("_offsets"):   # (its last: no negative index, wraparound is off)
+                shift += int(part[name][part[name].shape[0] - 1])
         if kc_buf_reserve(bufs[i], at - bufs[i].len) < 0:
             raise MemoryError()
     # every piece of copying split threads ways (offsets at whole int64s), so that each

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import sys
@@ -398,12 +399,10 @@ def export_command(args: argparse.Namespace) -> int:
     """Write the records of segments, partitions or log directories to one Parquet or Arrow
     IPC file, as a consumer reads them (control records out; --read-committed leaves out
     aborted transactions). Needs pyarrow (the arrow extra)."""
-    try:
-        from kcodec.export import export_segments
-    except ImportError as exc:
-        print(f"kcodec export needs pyarrow: pip install 'kcodec[arrow]' ({exc})",
-              file=sys.stderr)
+    if importlib.util.find_spec("pyarrow") is None:   # (imported as the export starts)
+        print("kcodec export needs pyarrow: pip install 'kcodec[arrow]'", file=sys.stderr)
         return 2
+    from kcodec.export import export_segments
     summary = export_segments(
         args.sources, args.output, format=args.format,
         compression=None if args.compression == "none" else args.compression,

@@ -7,8 +7,6 @@ import struct
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,6 +19,9 @@ from kcodec.columnar import ALL_COLUMNS, _want
 
 from .columnar_rows import TS, transactional_log
 from .conftest import VECTORS
+
+pa = pytest.importorskip("pyarrow")   # (the arrow extra; musl has no wheels of it)
+pc = pytest.importorskip("pyarrow.compute")
 
 
 def mixed_log() -> bytes:

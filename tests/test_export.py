@@ -148,6 +148,20 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert read_back(target).num_rows == 3   # the earlier export, untouched
 
 
+def test_without_pyarrow_the_command_says_what_to_install(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+    partition = write_transactional_partition(tmp_path)
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *more: None if name == "pyarrow" else find_spec(name, *more))
+    assert main(["export", str(partition), "-o", str(tmp_path / "out.parquet")]) == 2
+    assert capsys.readouterr().err == ("kcodec export needs pyarrow: "
+                                       "pip install 'kcodec[arrow]'\n")
+    assert not (tmp_path / "out.parquet").exists()
+
+
 def test_a_partial_batch_is_left_out_at_the_end_and_damage_before(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A partial batch ending a partition's last segment (a crash mid-write) is left out
