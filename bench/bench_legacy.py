@@ -2,7 +2,7 @@
 
 Reading and writing 1000 legacy messages (16-byte keys, 100 B values), plain and as one gzip
 or lz4 wrapper, with kcodec, kafka-python and aiokafka (which reads and writes magic 0/1
-but not magic-0 LZ4); kcodec.decode_columns on the same input (its ratio against aiokafka's
+but not magic-0 LZ4), kcodec writing at the peers' levels (PEER_LEVELS); kcodec.decode_columns on the same input (its ratio against aiokafka's
 reader, or kafka-python's without aiokafka); kcodec.convert throughput between magic 2
 and magics 1 and 0; decode_columns and decode_arrow with two threads against one, on
 100 magic-1 wrappers of 1000 such records each (gzip, lz4) and on 100 000 plain messages;
@@ -24,6 +24,12 @@ from common import Records, build_kcodec, interleaved, print_table, read_kcodec,
 import kcodec  # noqa: E402
 
 CODEC_IDS = {"none": 0, "gzip": 1, "lz4": 3}
+# Builds are compared doing each peer's work: gzip at their level 9 (Kafka's default is 6);
+# lz4 as LZ4 HC level 8 against aiokafka's HC 9 and in fast mode (Kafka's level 9, its
+# default) against kafka-python's (python-lz4's fast mode), as in bench_codecs.
+PEER_LEVELS = {"none": None, "gzip": 9, "lz4": 8}
+#: the kcodec contender each peer's build is compared with, where it is not "kcodec"
+MATCHED = {("kafka-python", "lz4"): "kcodec, Kafka's level"}
 
 
 def entries(data: bytes) -> list[bytes]:
@@ -128,8 +134,11 @@ def main() -> int:
             read = {"kcodec": lambda: read_kcodec(data),
                     "kafka-python": lambda: kafka_python_read(parts, magic),
                     "kcodec columns": lambda: kcodec.decode_columns(data)}
-            build = {"kcodec": lambda: build_kcodec(records, codec, magic=magic),
+            build = {"kcodec": lambda: build_kcodec(records, codec, PEER_LEVELS[codec], magic),
                      "kafka-python": lambda: kafka_python_build(records, magic, codec)}
+            if PEER_LEVELS[codec] is not None:
+                build["kcodec, Kafka's level"] = lambda: build_kcodec(records, codec,
+                                                                      magic=magic)
             if not (magic == 0 and codec == "lz4"):  # aiokafka has no magic-0 LZ4
                 read["aiokafka"] = lambda: aiokafka_read(parts, magic)
                 build["aiokafka"] = lambda: aiokafka_build(records, magic, codec)
@@ -137,7 +146,9 @@ def main() -> int:
                 medians = interleaved(contenders, rounds)
                 columns = medians.pop("kcodec columns", None)
                 for name, seconds in medians.items():
-                    ratio = None if name == "kcodec" else seconds / medians["kcodec"]
+                    ratio = None if name.startswith("kcodec") else \
+                        seconds / medians[MATCHED.get((name, codec), "kcodec")] \
+                        if op == "build" else seconds / medians["kcodec"]
                     rows.append((f"{op} {case}", name, seconds, ratio,
                                  f"{1000 / seconds / 1e6:.2f} M rec/s"))
                 if columns is not None:

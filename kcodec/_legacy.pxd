@@ -1,7 +1,7 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 from kcodec._record cimport InputBuffer
-from kcodec._scratch cimport ScratchBuffer
+from kcodec._scratch cimport Scratch, ScratchBuffer
 
 
 cdef struct LegacyMessage:
@@ -33,11 +33,13 @@ cdef struct InnerMessages:
 # of them framed without a Python object each (frame_plain_run), or plain LegacyBatch
 # entries queued by the columnar decoder (add).
 cdef class LegacyRun:
-    cdef LegacyMessage *messages
+    cdef LegacyMessage *messages    # in _array, a buffer of the scratch pool
+    cdef Scratch _array
     cdef Py_ssize_t n, cap
     cdef readonly Py_ssize_t size   # the bytes of the messages' log entries
     cdef Py_ssize_t key_bytes, value_bytes   # of their keys and of their values
     cdef list owners                # what keeps the messages' bytes alive
+    cdef int _reserve(self, Py_ssize_t messages) except -1
     cdef int _grow(self) noexcept nogil
     cdef void _count(self, const LegacyMessage *m) noexcept nogil
     cdef int add(self, object entry) except -1

@@ -10,14 +10,13 @@ check.crcs does).
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
-from libc.stdlib cimport free, realloc
 
 from kcodec._crc32c cimport crc32_update
 from kcodec._layout cimport ATTR_CODEC, ATTR_LOG_APPEND_TIME, LEGACY_ATTRIBUTES
 from kcodec._native cimport kc_get_be32, kc_get_be64
 from kcodec._record cimport InputBuffer, Record
 from kcodec._frames cimport NOGIL_FROM, decompress_in_c
-from kcodec._scratch cimport ScratchBuffer
+from kcodec._scratch cimport ScratchBuffer, scratch_give_back, scratch_resize, scratch_take
 
 from kcodec.codecs import decompress_to_scratch as _decompress_to_scratch
 from kcodec.codecs import get_max_decompressed_size as _get_max_decompressed_size
@@ -508,7 +507,8 @@ cdef class LegacyRun:
         self.owners = []
 
     def __dealloc__(self):
-        free(self.messages)
+        if self._array.data != NULL:
+            scratch_give_back(self._array)
 
     def __init__(self):
         raise TypeError("LegacyRun objects come from kcodec's columnar framing")
@@ -533,13 +533,22 @@ cdef class LegacyRun:
         """Its last message's offset."""
         return self.messages[self.n - 1].offset if self.n else -1
 
+    cdef int _reserve(self, Py_ssize_t messages) except -1:
+        """Room for ``messages`` messages, from the scratch pool: a run's array is given
+        back when it goes, so that the next call's is not fresh memory to fault in (two
+        threads faulting pages in at once slow each other down)."""
+        self._array = scratch_take(messages * sizeof(LegacyMessage))
+        if self._array.data == NULL:
+            raise MemoryError()
+        self.messages = <LegacyMessage *>self._array.data
+        self.cap = self._array.capacity // sizeof(LegacyMessage)
+        return 0
+
     cdef int _grow(self) noexcept nogil:
-        cdef Py_ssize_t cap = self.cap * 2 + 64
-        cdef LegacyMessage *grown = <LegacyMessage *>realloc(self.messages,
-                                                             cap * sizeof(LegacyMessage))
-        if grown == NULL:
+        if scratch_resize(&self._array, (self.cap * 2 + 64) * sizeof(LegacyMessage)) < 0:
             return -1
-        self.messages, self.cap = grown, cap
+        self.messages = <LegacyMessage *>self._array.data
+        self.cap = self._array.capacity // sizeof(LegacyMessage)
         return 0
 
     cdef int add(self, object entry) except -1:
@@ -572,6 +581,8 @@ cdef LegacyRun frame_plain_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t 
     LegacyBatch; None when the entry there is no such message (a batch, a wrapper, or an
     entry read_batches stops at or rejects, left for it to read)."""
     cdef LegacyRun run = LegacyRun.__new__(LegacyRun)
+    # room for what the stretch holds at ~64 bytes a message (grown if it holds more)
+    run._reserve(min(max_messages, (min(stop, buf.size) - position) // 64 + 64))
     cdef Py_ssize_t pos = position, remaining, size
     cdef int32_t size_field
     cdef const uint8_t *p

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -189,6 +190,36 @@ def test_binary_views_of_two_shapes_in_turn_reuse_their_memory(codec: str,
         lambda log: kcodec.decode_arrow(log, binary_view=True), small, large)
     assert small_pages < 100
     assert large_pages < 100
+
+
+FRESH_PAGES_OF_PLAIN_LEGACY = """
+import resource, kcodec
+builder = kcodec.BatchBuilder(magic=1)
+for i in range(1000):
+    builder.append(b"v" * 100, key=b"k%d" % i, timestamp=1700000000000)
+plain = builder.build() * 100
+def fresh(threads):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    kcodec.decode_columns(plain, threads=threads)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+for _ in range(3):
+    fresh(1), fresh(2)
+print(max(fresh(threads) for threads in (1, 2, 1, 2)))
+"""
+
+
+@counts_fresh_pages
+def test_plain_legacy_messages_reuse_their_framing() -> None:
+    """The array a stretch of plain legacy messages is framed into comes from the scratch
+    pool and goes back to it: decoding 100 000 of them with one thread and two in turn
+    touches no fresh pages (the allocator had given ~4 MB back at every two-thread call,
+    faulted in again by two threads at once, which held them to 1.1x one). In a fresh
+    interpreter, whose allocator is in the state a program's is."""
+    import subprocess
+    out = subprocess.run([sys.executable, "-c", FRESH_PAGES_OF_PLAIN_LEGACY],
+                         capture_output=True, text=True, check=True,
+                         cwd=os.path.dirname(__file__)).stdout
+    assert int(out) < 100
 
 
 @counts_fresh_pages
