@@ -126,12 +126,18 @@ class UnsupportedForMessageFormatError(KcodecError):
     error_name = "UNSUPPORTED_FOR_MESSAGE_FORMAT"
 
 
-class CompressionError(KcodecError):
-    """Compressed data that cannot be decompressed (Java surfaces it as a KafkaException,
-    which the broker answers with UNKNOWN_SERVER_ERROR)."""
+class UnknownServerError(KcodecError):
+    """What a broker refuses with UNKNOWN_SERVER_ERROR: an exception of its own code (an
+    ``IllegalArgumentException`` of its record builder, a ``KafkaException``) rather than
+    one of Kafka's API errors (``UnknownServerException``)."""
 
     error_code = -1
     error_name = "UNKNOWN_SERVER_ERROR"
+
+
+class CompressionError(UnknownServerError):
+    """Compressed data that cannot be decompressed (Java surfaces it as a KafkaException,
+    which the broker answers with UNKNOWN_SERVER_ERROR)."""
 
 
 class DecompressionLimitError(RecordTooLargeError):
@@ -154,6 +160,7 @@ __all__ = [
     "RecordTooLargeError",
     "UnknownCompressionTypeError",
     "UnknownPluginError",
+    "UnknownServerError",
     "UnsupportedCompressionTypeError",
     "UnsupportedForMessageFormatError",
 ]

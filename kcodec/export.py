@@ -20,7 +20,7 @@ from typing import Any
 from kcodec._atomic import atomic_file
 from kcodec.columnar import column_names, decode_arrow
 from kcodec.errors import CorruptRecordError
-from kcodec.segments import Segment, iter_partition_arrow, segment_files
+from kcodec.segments import PARTITION_FILE, Segment, iter_partition_arrow, segment_files
 
 FORMATS = ("parquet", "arrow")
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow",
@@ -58,8 +58,8 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
     None). ``columns``, ``include_headers``, ``metadata``, ``offsets`` ([lo, hi)),
     ``timestamps``, ``include_control``, ``threads`` and ``chunk_records`` are
     :func:`kcodec.iter_arrow`'s. The destination's directory is created if need be; a
-    destination that is one of the files of a partition read (a segment, an index) is
-    refused. A partial batch ending a
+    destination that is one of the files of a partition read (a segment, an index, a
+    snapshot) is refused. A partial batch ending a
     partition's last segment is left out and reported in the summary; one ending any other
     segment is damage, an error naming it.
     """
@@ -69,8 +69,9 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
     kind = _format_of(target, format)
     partitions = [found for source in sources for found in segment_files(source)]
     logs = [log for _, found in partitions for log in found]
-    if target.exists() and (any(_same_file(target.parent, d) for d, _ in partitions)
-                            or any(_same_file(target, log) for log in logs)):
+    if target.exists() and (any(_same_file(target, log) for log in logs) or (
+            PARTITION_FILE.match(target.name)
+            and any(_same_file(target.parent, d) for d, _ in partitions))):
         raise ValueError(f"{target} is one of the files of a partition being read")
     tails = tuple(tail for _, found in partitions for tail in _partial_tails(found))
     names = column_names(columns, include_headers, metadata)

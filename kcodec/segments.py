@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import mmap
 import os
 import re
@@ -34,6 +35,11 @@ if TYPE_CHECKING:
 Entry = RecordBatch | LegacyBatch
 Chunk = TypeVar("Chunk")   # an Arrow record batch, or iter_columns' dict of numpy arrays
 SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
+#: The files a broker keeps in a partition directory: segments and their indexes, producer
+#: state snapshots (each also renamed on its way out), the leader epochs, the topic id.
+PARTITION_FILE = re.compile(r"^(\d{20}\.(log|index|timeindex|txnindex|snapshot)"
+                            r"(\.(deleted|cleaned|swap))?|leader-epoch-checkpoint"
+                            r"|partition\.metadata)$")
 PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 RENAMED_SUFFIX = re.compile(r"\.[0-9a-f]{32}-(delete|future|stray)$")
 # the indexes hold offsets relative to their segment's base offset, as int32
@@ -254,16 +260,16 @@ class Segment:
         return 0
 
     def _points_at_batch(self, entry: IndexEntry) -> bool:
-        """Whether a whole batch starts at ``entry``'s position, one ending at or before its
-        offset (Kafka indexes a batch by its last offset; an old broker, a message set by
-        the set's last)."""
+        """Whether a whole batch starts at ``entry``'s position, one starting at or before
+        its offset (Kafka indexes a batch by its last offset; brokers before 2.0, by the
+        first offset of what they appended)."""
         if not 0 <= entry.position < self.size:
             return False
         try:
             batch = next(read_batches(self.data, start=entry.position, validate_crc=False), None)
-        except KcodecError:
+            return batch is not None and batch.base_offset <= entry.offset
+        except KcodecError:   # (a legacy wrapper is decoded for its first offset)
             return False
-        return batch is not None and batch.last_offset <= entry.offset
 
     def seek(self, offset: int, **options: Any) -> Iterator[Entry]:
         """Batches from the one holding ``offset`` on (using the offset index)."""
@@ -275,10 +281,11 @@ class Segment:
     def offset_for_time(self, timestamp: int, *, skip_damaged: bool = False) -> int | None:
         """The offset of the first record with a timestamp >= ``timestamp``, or None
         (``LogSegment.findOffsetByTimestamp``: the time index says where to start scanning,
-        then the first batch reaching the timestamp is searched record by record; that
-        batch's CRC is checked). With ``skip_damaged`` a batch whose records cannot be read
-        is passed over, and one that cannot be framed ends the search (as a reader that
-        drops damaged batches reads the log: the partition ends there)."""
+        then the batches reaching the timestamp are searched record by record; those are
+        read whole, their CRCs checked, inner messages' too). With ``skip_damaged`` a batch
+        whose records cannot be read is passed over, as a reader that drops damaged batches
+        drops it, and one that cannot be framed ends the search (the partition ends
+        there)."""
         start = self.base_offset
         for entry in self.time_index:
             if entry.timestamp >= timestamp:
@@ -289,8 +296,9 @@ class Segment:
                 if batch.max_timestamp < timestamp:
                     continue
                 try:
-                    batch.ensure_valid()
-                    found = next((r.offset for r in batch if r.timestamp >= timestamp), None)
+                    (checked,) = itertools.islice(self.reader(batch.position), 1)
+                    found = next((r.offset for r in checked.records()
+                                  if r.timestamp >= timestamp), None)
                 except KcodecError:
                     if not skip_damaged:
                         raise

@@ -28,6 +28,7 @@ from kcodec.errors import (
     InvalidTimestampError,
     RecordListTooLargeError,
     RecordTooLargeError,
+    UnknownServerError,
     UnsupportedCompressionTypeError,
     UnsupportedForMessageFormatError,
 )
@@ -96,11 +97,16 @@ def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, 
     first = entries[0]
     if (first.magic >= 2 or source != Compression.NONE) and len(entries) > 1:
         raise InvalidRecordError("Compressed outer record has more than one batch")
+    # convertAndAssignOffsetsNonCompressed appends each record as it is checked, so a
+    # record with headers fails there before the records after it are checked
+    appended_as_checked = (source == Compression.NONE and target == Compression.NONE
+                           and any(entry.magic != topic.magic for entry in entries))
     records: list[Record] = []
     for entry in entries:
         _check_batch(first, entry, topic, from_client)
         batch_records = list(entry)
-        _check_records(entry, batch_records, topic, now_ms)
+        _check_records(entry, batch_records, topic, now_ms,
+                       appended_as_checked and topic.magic < 2)
         records += batch_records
 
     if source == Compression.NONE and target == Compression.NONE:
@@ -186,10 +192,12 @@ def _check_batch(first: Entry, entry: Entry, topic: TopicConfig, from_client: bo
 
 
 def _check_records(entry: Entry, records: Sequence[Record], topic: TopicConfig,
-                   now: int) -> None:
+                   now: int, refuse_headers: bool = False) -> None:
     """LogValidator.validateRecord over one batch's records: a record's key (compacted
     topics) before its timestamp; every record is checked, and the batch fails with
-    INVALID_TIMESTAMP if any timestamp failed, else with the first record's error."""
+    INVALID_TIMESTAMP if any timestamp failed, else with the first record's error. With
+    ``refuse_headers`` each record is appended (for a magic 0/1 topic) as it passes while
+    none before it failed, and one with headers fails there (_rebuild's error)."""
     log_append_batch = entry.timestamp_type == TimestampType.LOG_APPEND_TIME
     first_error: InvalidRecordError | None = None
     for index, record in enumerate(records):
@@ -198,8 +206,7 @@ def _check_records(entry: Entry, records: Sequence[Record], topic: TopicConfig,
                 f"Compacted topic cannot accept message without key in topic partition "
                 f"(record {index})", position=entry.position)
         elif topic.timestamp_type == TimestampType.CREATE_TIME and record.timestamp != -1:
-            if (now - record.timestamp > topic.timestamp_before_max_ms
-                    or record.timestamp - now > topic.timestamp_after_max_ms):
+            if not _timely(record, topic, now):
                 raise InvalidTimestampError(
                     f"Timestamp {record.timestamp} of message with offset {record.offset} is "
                     f"out of range (record {index})", position=entry.position)
@@ -207,8 +214,25 @@ def _check_records(entry: Entry, records: Sequence[Record], topic: TopicConfig,
             raise InvalidTimestampError(f"Invalid timestamp type in message (record {index}). "
                                         "Producer should not set timestamp type to LogAppendTime.",
                                         position=entry.position)
+        if refuse_headers and first_error is None and record.headers:
+            raise _headers_refused(topic, index, entry.position)
     if first_error is not None:
         raise first_error
+
+
+def _timely(record: Record, topic: TopicConfig, now: int) -> bool:
+    """Whether a CreateTime timestamp lies within the topic's bounds around ``now``."""
+    return (record.timestamp == -1 or topic.timestamp_type != TimestampType.CREATE_TIME
+            or (now - record.timestamp <= topic.timestamp_before_max_ms
+                and record.timestamp - now <= topic.timestamp_after_max_ms))
+
+
+def _headers_refused(topic: TopicConfig, index: int, position: int) -> UnknownServerError:
+    """MemoryRecordsBuilder's IllegalArgumentException for a record with headers in magic 0
+    or 1, which a broker answers with UNKNOWN_SERVER_ERROR (only a fetch's down-conversion
+    drops headers)."""
+    return UnknownServerError(f"Magic v{topic.magic} does not support record headers "
+                              f"(record {index})", position=position)
 
 
 def _set_max_timestamp(raw: bytearray, legacy: bool, attributes: int, timestamp: int) -> None:
@@ -284,11 +308,7 @@ def _rebuild(first: Entry, records: Sequence[Record], next_offset: int, topic: T
     check_writable(records, first.position, offsets=False, timestamps=topic.magic > 0)
     for i, record in enumerate(records):
         if record.headers and topic.magic < 2:
-            # MemoryRecordsBuilder's IllegalArgumentException, which a broker answers with
-            # UNKNOWN_SERVER_ERROR; only a fetch's down-conversion drops headers
-            raise UnsupportedForMessageFormatError(
-                f"Magic v{topic.magic} does not support record headers (record {i})",
-                position=first.position)
+            raise _headers_refused(topic, i, first.position)
         builder.append(record.value, key=record.key,
                        timestamp=record.timestamp if topic.magic else -1,
                        headers=record.headers, offset=next_offset + i)

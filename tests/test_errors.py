@@ -26,6 +26,7 @@ EXAMPLES = [
     errors.InvalidTimestampError("timestamp out of range", position=100),
     errors.UnsupportedForMessageFormatError("transactional on magic 1"),
     errors.CompressionError("truncated lz4 frame", position=61),
+    errors.UnknownServerError("Magic v1 does not support record headers", position=0),
     errors.DecompressionLimitError.exceeding(1 << 20),
 ]
 

@@ -127,6 +127,9 @@ def test_the_input_is_never_the_output(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="one of the files of a partition"):
             kcodec.export_segments([log], target, format="parquet")
     assert log.read_bytes() == before and index.read_bytes() == index_before
+    beside = partition / "export.parquet"   # a file of its own there: written again
+    for _ in range(2):
+        assert kcodec.export_segments([partition], beside).records == 5
     with pytest.raises(ValueError, match="cannot tell the format"):
         kcodec.export_segments([partition], tmp_path / "out.csv")
 

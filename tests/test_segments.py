@@ -112,6 +112,48 @@ def test_seeking_positions_are_the_logs_and_a_damaged_index_is_passed_over(
     assert caught.value.__notes__ == [f"in {log}"]
 
 
+def test_index_entries_by_first_offset_are_used_as_they_are(tmp_path: Path) -> None:
+    """Brokers before 2.0 keyed an index entry by the first offset of what they appended;
+    such an entry points at a batch starting at its offset and is used, as Kafka's
+    OffsetIndex.lookup uses it."""
+    batches = []
+    for base in range(0, 2000, 10):
+        builder = kcodec.BatchBuilder(base_offset=base)
+        for i in range(10):
+            builder.append(b"x" * 100, timestamp=TS + base + i)
+        batches.append(builder.build())
+    log = segments.write_partition(tmp_path / "t-0", batches) / "00000000000000000000.log"
+    with segments.Segment(log) as segment:
+        starts = {b.position: b.base_offset for b in segment.batches()}
+        keyed = b"".join((starts[e.position]).to_bytes(4, "big") + e.position.to_bytes(4, "big")
+                         for e in segment.index)
+    log.with_suffix(".index").write_bytes(keyed)
+    with segments.Segment(log) as segment:
+        last = segment.index[-1]
+        assert last.offset == starts[last.position]
+        assert segment.position_of(last.offset + 5) == last.position
+        assert segment.verify_indexes() == []
+
+
+def test_a_time_lookup_passing_over_damage_reads_each_batch_whole(tmp_path: Path) -> None:
+    """A batch whose first records reach the time but whose later ones cannot be read is
+    passed over whole, as a reader that drops damaged batches drops it."""
+    def batch(base: int, ts: int, n: int = 2) -> bytearray:
+        builder = kcodec.BatchBuilder(base_offset=base)
+        for i in range(n):
+            builder.append(b"v%d" % (base + i), timestamp=ts + i)
+        return bytearray(builder.build())
+    damaged = batch(2, TS + 500, 3)
+    damaged[57:61] = (4).to_bytes(4, "big")   # four records said, three there
+    damaged[17:21] = kcodec.crc32c(bytes(damaged[21:])).to_bytes(4, "big")
+    directory = segments.write_partition(
+        tmp_path / "t-0", [bytes(batch(0, TS + 100)), bytes(damaged), bytes(batch(5, TS + 150))])
+    logs = sorted(directory.glob("*.log"))
+    assert segments.offset_for_time(logs, TS + 400, skip_damaged=True) is None
+    with pytest.raises(kcodec.errors.InvalidRecordError):
+        segments.offset_for_time(logs, TS + 400)
+
+
 def test_written_offsets_must_increase(tmp_path: Path) -> None:
     def batch(base: int) -> bytes:
         builder = kcodec.BatchBuilder(base_offset=base)

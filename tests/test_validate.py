@@ -14,6 +14,7 @@ from kcodec.errors import (
     RecordListTooLargeError,
     RecordTooLargeError,
     UnknownCompressionTypeError,
+    UnknownServerError,
     UnsupportedCompressionTypeError,
     UnsupportedForMessageFormatError,
 )
@@ -158,16 +159,28 @@ def test_timestamps_below_minus_one_leave_the_max_at_minus_one() -> None:
 
 
 def test_headers_cannot_go_into_a_legacy_topic() -> None:
-    """Rebuilding in magic 0 or 1 is MemoryRecordsBuilder's, which refuses headers
-    (only a fetch's down-conversion drops them)."""
+    """Rebuilding in magic 0 or 1 is MemoryRecordsBuilder's, which refuses headers with an
+    IllegalArgumentException, UNKNOWN_SERVER_ERROR to the producer (only a fetch's
+    down-conversion drops them). Uncompressed records are appended as they are checked,
+    so a record with headers fails before a bad timestamp after it is seen; compressed
+    ones are all checked first."""
     builder = kcodec.BatchBuilder()
     builder.append(b"v", key=b"k", timestamp=NOW, headers=[("trace-id", b"1")])
     for version in ("0.10.2", "0.9.0"):
         for codec in ("producer", "gzip"):
-            with pytest.raises(UnsupportedForMessageFormatError, match="record headers"):
+            with pytest.raises(UnknownServerError, match="record headers") as caught:
                 kcodec.validate(builder.build(), next_offset=0, now=NOW,
                                 config={"message.format.version": version,
                                         "compression.type": codec})
+            assert caught.value.error_code == -1
+    late = {"message.timestamp.before.max.ms": "1000"}
+    for codec, error in (("none", UnknownServerError), ("gzip", InvalidTimestampError)):
+        mixed = kcodec.BatchBuilder(compression=codec)
+        mixed.append(b"v", key=b"k", timestamp=NOW, headers=[("trace-id", b"1")])
+        mixed.append(b"v", key=b"k", timestamp=NOW - 5000)
+        with pytest.raises(error):
+            kcodec.validate(mixed.build(), next_offset=0, now=NOW,
+                            config={"message.format.version": "0.10.2", **late})
 
 
 # ---- one rejection per rule -------------------------------------------------------------
