@@ -154,10 +154,14 @@ def _log_files(paths: Sequence[str]) -> list[Path]:
 
 def dump(args: argparse.Namespace) -> int:
     """Print segments, indexes, transaction indexes and producer snapshots as kafka-dump-log
-    does (segments also as JSON)."""
+    does (segments also as JSON). A corrupt producer snapshot is reported and the dump goes
+    on, as kafka-dump-log's does; the command then ends with status 1."""
+    status = 0
     for path in _log_files(args.files) if not args.index_files else [Path(f) for f in args.files]:
         lines = _DUMPERS.get(path.suffix)
-        if lines is not None:
+        if path.suffix == ".snapshot":
+            status |= _dump_snapshot(path)
+        elif lines is not None:
             with _naming(path):
                 for line in lines(path):
                     print(line)
@@ -171,11 +175,23 @@ def dump(args: argparse.Namespace) -> int:
                 for line in dump_log_lines(path, args.deep_iteration, args.print_data_log,
                                            args.skip_record_metadata, args.max_bytes):
                     print(line)
-    return 0
+    return status
 
 
 _DUMPERS = {".index": dump_index_lines, ".timeindex": dump_index_lines,
-            ".txnindex": dump_transaction_index_lines, ".snapshot": dump_producer_snapshot_lines}
+            ".txnindex": dump_transaction_index_lines}
+
+
+def _dump_snapshot(path: Path) -> int:
+    """A producer snapshot's lines; a corrupt one said on stderr (1), as kafka-dump-log
+    prints a CorruptSnapshotException's message and goes on."""
+    try:
+        for line in dump_producer_snapshot_lines(path):
+            print(line)
+    except kcodec.errors.KcodecError as exc:
+        print(f"kcodec: error: {exc}, in {path}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _dump_json(path: Path, args: argparse.Namespace) -> None:

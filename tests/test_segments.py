@@ -472,6 +472,15 @@ def test_dump_transaction_indexes_snapshots_and_other_files(
     captured = capsys.readouterr()
     assert captured.out == f"Dumping {other}\n"
     assert captured.err == f"Ignoring unknown file {other}\n"
+    # a corrupt snapshot is said and the dump goes on, as kafka-dump-log's does
+    corrupt = tmp_path / "00000000000000000035.snapshot"
+    corrupt.write_bytes(snapshot.read_bytes()[:-1] + b"!")
+    assert main(["dump", str(corrupt), str(txnindex)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [f"Dumping {corrupt}", f"Dumping {txnindex}",
+                                         captured.out.splitlines()[-1]]
+    assert captured.err.startswith("kcodec: error: ") and captured.err.endswith(
+        f", in {corrupt}\n")
 
 
 def test_producer_snapshots() -> None:
