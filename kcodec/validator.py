@@ -206,7 +206,8 @@ def _check_records(entry: Entry, records: Sequence[Record], topic: TopicConfig,
                 f"Compacted topic cannot accept message without key in topic partition "
                 f"(record {index})", position=entry.position)
         elif topic.timestamp_type == TimestampType.CREATE_TIME and record.timestamp != -1:
-            if not _timely(record, topic, now):
+            if (now - record.timestamp > topic.timestamp_before_max_ms
+                    or record.timestamp - now > topic.timestamp_after_max_ms):
                 raise InvalidTimestampError(
                     f"Timestamp {record.timestamp} of message with offset {record.offset} is "
                     f"out of range (record {index})", position=entry.position)
@@ -218,13 +219,6 @@ def _check_records(entry: Entry, records: Sequence[Record], topic: TopicConfig,
             raise _headers_refused(topic, index, entry.position)
     if first_error is not None:
         raise first_error
-
-
-def _timely(record: Record, topic: TopicConfig, now: int) -> bool:
-    """Whether a CreateTime timestamp lies within the topic's bounds around ``now``."""
-    return (record.timestamp == -1 or topic.timestamp_type != TimestampType.CREATE_TIME
-            or (now - record.timestamp <= topic.timestamp_before_max_ms
-                and record.timestamp - now <= topic.timestamp_after_max_ms))
 
 
 def _headers_refused(topic: TopicConfig, index: int, position: int) -> UnknownServerError:
