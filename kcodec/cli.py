@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
 import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from kcodec.dump import (
     dump_producer_snapshot_lines,
     dump_transaction_index_lines,
 )
+from kcodec.errors import naming
 
 
 def sample_events(count: int, start_ms: int) -> list[tuple[bytes, bytes, int, list[tuple[str, bytes]]]]:
@@ -131,16 +131,6 @@ class Progress:
             print("\r" + " " * 80 + "\r", end="", file=sys.stderr, flush=True)
 
 
-@contextlib.contextmanager
-def _naming(path: Path) -> Iterator[None]:
-    """Name ``path`` in the kcodec errors raised within (main prints it after the message)."""
-    try:
-        yield
-    except kcodec.errors.KcodecError as exc:
-        exc.add_note(f"in {path}")
-        raise
-
-
 def _log_files(paths: Sequence[str]) -> list[Path]:
     files: list[Path] = []
     for name in paths:
@@ -162,7 +152,7 @@ def dump(args: argparse.Namespace) -> int:
         if path.suffix == ".snapshot":
             status |= _dump_snapshot(path)
         elif lines is not None:
-            with _naming(path):
+            with naming(path):
                 for line in lines(path):
                     print(line)
         elif path.suffix != ".log":
@@ -171,7 +161,7 @@ def dump(args: argparse.Namespace) -> int:
         elif args.json or args.jsonl:
             _dump_json(path, args)
         else:
-            with _naming(path):
+            with naming(path):
                 for line in dump_log_lines(path, args.deep_iteration, args.print_data_log,
                                            args.skip_record_metadata, args.max_bytes):
                     print(line)
@@ -186,10 +176,11 @@ def _dump_snapshot(path: Path) -> int:
     """A producer snapshot's lines; a corrupt one said on stderr (1), as kafka-dump-log
     prints a CorruptSnapshotException's message and goes on."""
     try:
-        for line in dump_producer_snapshot_lines(path):
-            print(line)
+        with naming(path):
+            for line in dump_producer_snapshot_lines(path):
+                print(line)
     except kcodec.errors.KcodecError as exc:
-        print(f"kcodec: error: {exc}, in {path}", file=sys.stderr)
+        _say_error(exc)
         return 1
     return 0
 
@@ -198,7 +189,7 @@ def _dump_json(path: Path, args: argparse.Namespace) -> None:
     """A segment's batches up to --max-bytes as one JSON document (without --max-bytes, with
     the bytes after the last whole batch) or as a JSON line each."""
     from kcodec.segments import Segment
-    with Segment(path) as segment, _naming(path):
+    with Segment(path) as segment, naming(path):
         reader = segment.reader(validate_crc=False)
         items = []
         for b in reader:
@@ -266,7 +257,7 @@ def _stats_for(paths: list[Path]) -> dict[str, Any]:
     out = _empty_stats()
     out["segments"] = len(paths)
     for path in paths:
-        with Segment(path) as segment, _naming(path):
+        with Segment(path) as segment, naming(path):
             reader = segment.reader()
             for batch in reader:
                 out["batches"] += 1
@@ -358,7 +349,7 @@ def _kip931_stats(args: argparse.Namespace) -> int:
         files = [directory] if directory.is_file() else sorted(directory.glob("*.log"))
         savings = Savings()
         for path in files:
-            with _naming(path):
+            with naming(path):
                 savings.add(measure(Path(path).read_bytes()))
         overall.add(savings)
         report[str(directory)] = savings.report()
@@ -398,7 +389,7 @@ def convert_command(args: argparse.Namespace) -> int:
             aborted = aborted_transactions(source)
         converted = []
         for path in files:
-            with _naming(path):
+            with naming(path):
                 converted.append(kcodec.convert(
                     Path(path).read_bytes(), magic=args.magic, compression=args.compression,
                     level=args.level, plugin=args.plugin,
@@ -599,6 +590,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _say_error(exc: kcodec.errors.KcodecError) -> None:
+    """One line on stderr: the error, then the files its notes name."""
+    where = "".join(f", {note}" for note in getattr(exc, "__notes__", ()))
+    print(f"kcodec: error: {exc}{where}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -610,8 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("kcodec: interrupted", file=sys.stderr)
         return 130
     except kcodec.errors.KcodecError as exc:
-        where = "".join(f", {note}" for note in getattr(exc, "__notes__", ()))
-        print(f"kcodec: error: {exc}{where}", file=sys.stderr)
+        _say_error(exc)
         return 1
     except (OSError, ValueError) as exc:
         print(f"kcodec: error: {exc}", file=sys.stderr)

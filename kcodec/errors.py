@@ -15,6 +15,9 @@ so a process pool hands a worker's error back as it was raised.
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -148,6 +151,16 @@ class DecompressionLimitError(RecordTooLargeError):
         return cls(f"decompressed data would exceed the limit of {limit} bytes")
 
 
+@contextlib.contextmanager
+def naming(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Name the file ``path`` (as a note, ``in <path>``) in the kcodec errors raised within."""
+    try:
+        yield
+    except KcodecError as exc:
+        exc.add_note(f"in {path}")
+        raise
+
+
 __all__ = [
     "ChecksumError",
     "CompressionError",
@@ -163,4 +176,5 @@ __all__ = [
     "UnknownServerError",
     "UnsupportedCompressionTypeError",
     "UnsupportedForMessageFormatError",
+    "naming",
 ]

@@ -19,7 +19,7 @@ from typing import Any
 
 from kcodec._atomic import atomic_file
 from kcodec.columnar import column_names, decode_arrow
-from kcodec.errors import CorruptRecordError
+from kcodec.errors import CorruptRecordError, naming
 from kcodec.segments import PARTITION_FILE, Segment, iter_partition_arrow, segment_files
 
 FORMATS = ("parquet", "arrow")
@@ -105,11 +105,10 @@ def _partial_tails(logs: Sequence[Path]) -> list[tuple[Path, int, int]]:
         if tail is None:
             continue
         if i < len(logs) - 1:
-            error = CorruptRecordError(
-                f"the {tail[1]} bytes after the last whole batch of a segment that is not "
-                "its partition's last are damage", position=tail[0])
-            error.add_note(f"in {log}")
-            raise error
+            with naming(log):
+                raise CorruptRecordError(
+                    f"the {tail[1]} bytes after the last whole batch of a segment that is not "
+                    "its partition's last are damage", position=tail[0])
         found.append((log, *tail))
     return found
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import itertools
 import mmap
 import os
 import re
@@ -27,7 +26,7 @@ from kcodec._atomic import fsync_directory, staging_directory
 from kcodec._batch import BatchReader, RecordBatch, read_batches, read_entries_for_columns
 from kcodec._legacy import LegacyBatch
 from kcodec.columnar import INT64_MAX, INT64_MIN, iter_arrow, iter_columns
-from kcodec.errors import InvalidRecordError, KcodecError
+from kcodec.errors import InvalidRecordError, KcodecError, naming
 
 if TYPE_CHECKING:
     import pyarrow
@@ -158,12 +157,8 @@ def offset_for_time(logs: Sequence[str | os.PathLike[str]], timestamp: int, *,
     ``offsetsForTimes`` asks it), or None when there is none. Errors name the segment;
     ``skip_damaged`` is :meth:`Segment.offset_for_time`'s."""
     for log in logs:
-        with Segment(log) as segment:
-            try:
-                found = segment.offset_for_time(timestamp, skip_damaged=skip_damaged)
-            except KcodecError as exc:
-                exc.add_note(f"in {segment.path}")
-                raise
+        with Segment(log) as segment, naming(segment.path):
+            found = segment.offset_for_time(timestamp, skip_damaged=skip_damaged)
         if found is not None:
             return found
     return None
@@ -296,7 +291,7 @@ class Segment:
                 if batch.max_timestamp < timestamp:
                     continue
                 try:
-                    (checked,) = itertools.islice(self.reader(batch.position), 1)
+                    checked = next(self.reader(batch.position))   # CRCs checked
                     found = next((r.offset for r in checked.records()
                                   if r.timestamp >= timestamp), None)
                 except KcodecError:
@@ -383,14 +378,11 @@ class Partition:
             following = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
             if start_offset is not None and following is not None and following <= start_offset:
                 continue
-            try:
+            with naming(segment.path):
                 if start_offset is None:
                     yield from segment.batches(**options)
                 else:
                     yield from segment.seek(start_offset, **options)
-            except KcodecError as exc:
-                exc.add_note(f"in {segment.path}")
-                raise
 
 
 def iter_partition_arrow(directory: str | os.PathLike[str],
@@ -439,13 +431,9 @@ def _iter_partition(directory: str | os.PathLike[str],
         if following is not None and following <= lo:
             continue   # every offset of this segment is below the range
         pending = fetch_aborted(aborted, base) if read_committed else None
-        with Segment(path) as segment:
-            try:
-                yield from decode(segment.data, offsets=offsets,
-                                  aborted_transactions=pending, **options)
-            except KcodecError as exc:
-                exc.add_note(f"in {path}")
-                raise
+        with Segment(path) as segment, naming(path):
+            yield from decode(segment.data, offsets=offsets,
+                              aborted_transactions=pending, **options)
 
 
 def open_path(path: str | os.PathLike[str]) -> Partition | Segment:
