@@ -131,23 +131,28 @@ class Progress:
             print("\r" + " " * 80 + "\r", end="", file=sys.stderr, flush=True)
 
 
-def _log_files(paths: Sequence[str]) -> list[Path]:
+def _log_files(paths: Sequence[str], suffixes: tuple[str, ...] = (".log",)) -> list[Path]:
+    """The files named, with the files under each directory named whose suffix is one of
+    ``suffixes``."""
     files: list[Path] = []
     for name in paths:
         p = Path(name)
         if p.is_dir():
-            files += sorted(p.rglob("*.log"))
+            files += sorted(f for f in p.rglob("*") if f.suffix in suffixes and f.is_file())
         else:
             files.append(p)
     return files
 
 
 def dump(args: argparse.Namespace) -> int:
-    """Print segments, indexes, transaction indexes and producer snapshots as kafka-dump-log
-    does (segments also as JSON). A corrupt producer snapshot is reported and the dump goes
-    on, as kafka-dump-log's does; the command then ends with status 1."""
+    """Print segments, KRaft snapshots, indexes, transaction indexes and producer snapshots
+    as kafka-dump-log does (segments and KRaft snapshots also as JSON). A corrupt producer
+    snapshot is reported and the dump goes on, as kafka-dump-log's does; the command then
+    ends with status 1."""
     status = 0
-    for path in _log_files(args.files) if not args.index_files else [Path(f) for f in args.files]:
+    files = (_log_files(args.files, _RECORD_FILES) if not args.index_files
+             else [Path(f) for f in args.files])
+    for path in files:
         lines = _DUMPERS.get(path.suffix)
         if path.suffix == ".snapshot":
             status |= _dump_snapshot(path)
@@ -155,7 +160,7 @@ def dump(args: argparse.Namespace) -> int:
             with naming(path):
                 for line in lines(path):
                     print(line)
-        elif path.suffix != ".log":
+        elif path.suffix not in _RECORD_FILES:
             print(f"Dumping {path}")
             print(f"Ignoring unknown file {path}", file=sys.stderr)
         elif args.json or args.jsonl:
@@ -168,6 +173,7 @@ def dump(args: argparse.Namespace) -> int:
     return status
 
 
+_RECORD_FILES = (".log", ".checkpoint")   # a segment, a KRaft snapshot: batches, dumped alike
 _DUMPERS = {".index": dump_index_lines, ".timeindex": dump_index_lines,
             ".txnindex": dump_transaction_index_lines}
 
@@ -510,8 +516,8 @@ def build_parser() -> argparse.ArgumentParser:
     tour_parser.add_argument("--batch-size", type=_positive, default=500, help="records per batch")
 
     dump_parser = command("dump", dump, "print segments as kafka-dump-log does")
-    dump_parser.add_argument("files", nargs="+", help=".log, .index, .timeindex, .txnindex or .snapshot files, or directories "
-                             "(their .log files)")
+    dump_parser.add_argument("files", nargs="+", help=".log, .checkpoint (KRaft snapshots), .index, .timeindex, .txnindex "
+                             "or .snapshot files, or directories (their .log and .checkpoint files)")
     dump_parser.add_argument("--deep-iteration", action="store_true", help="print records")
     dump_parser.add_argument("--print-data-log", action="store_true",
                              help="print keys and values (implies --deep-iteration)")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,11 +14,13 @@ from kcodec._record import Record
 from kcodec.codecs import decompress
 from kcodec.constants import ControlType, TimestampType
 from kcodec.errors import KcodecError
+from kcodec.kraft import DUMP_LABELS, read_kraft_control
 from kcodec.producer_snapshot import read_producer_snapshot
 from kcodec.segments import Segment, read_offset_index, read_time_index, read_transaction_index
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _DEFAULT_MAX_BYTES = (1 << 31) - 1   # kafka-dump-log's --max-bytes when not given
+_SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint$")
 TS_NAMES = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime",
             TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType"}
 
@@ -90,11 +94,14 @@ def record_line(batch: RecordBatch | LegacyBatch, record: Record, print_data: bo
 
 
 def _control_text(record: Record) -> str:
-    """What kafka-dump-log adds for a control record (KRaft's snapshot and voter records,
-    which it prints as JSON, by name and type id here)."""
+    """What kafka-dump-log adds for a control record: an end transaction marker's type and
+    epoch, a KRaft record's value as Kafka's JSON, else the type's name and id."""
     control = record.control_type
     if control in (ControlType.ABORT, ControlType.COMMIT):
         return f" endTxnMarker: {control.name} coordinatorEpoch: {record.coordinator_epoch}"
+    if control in DUMP_LABELS:
+        fields = read_kraft_control(control, record.value, record.offset)
+        return f" {DUMP_LABELS[control]} {json.dumps(fields, separators=(',', ':'), ensure_ascii=False)}"
     type_id = int.from_bytes((record.key or b"\0\0\0\0")[2:4], "big", signed=True)
     name = control.name if control is not None else ControlType.UNKNOWN.name
     return f" controlType: {name}({type_id})"
@@ -106,14 +113,26 @@ def _inner_messages(wrapper: LegacyBatch) -> list[LegacyBatch]:
     return [m for m in read_batches(inner, validate_crc=False) if isinstance(m, LegacyBatch)]
 
 
+def _log_file_header(path: Path, base_offset: int) -> Iterator[str]:
+    """The line before a log's batches: a segment's base offset, or a KRaft snapshot's end
+    offset and epoch (``<offset>-<epoch>.checkpoint``; nothing for another name)."""
+    if path.suffix != ".checkpoint":
+        yield f"Log starting offset: {base_offset}"
+    elif path.name == "bootstrap.checkpoint":
+        yield "KRaft bootstrap snapshot"
+    elif match := _SNAPSHOT_NAME.match(path.name):
+        yield f"Snapshot end offset: {int(match[1])}, epoch: {int(match[2])}"
+
+
 def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = False,
                    skip_metadata: bool = False, max_bytes: int | None = None) -> Iterator[str]:
     """The lines ``kafka-dump-log.sh --files path [--deep-iteration] [--print-data-log]
-    [--skip-record-metadata] [--max-bytes N]`` prints for a ``.log`` file."""
+    [--skip-record-metadata] [--max-bytes N]`` prints for a ``.log`` file or a KRaft
+    snapshot (``.checkpoint``)."""
     deep = deep or print_data
     with Segment(path) as segment:
         yield f"Dumping {path}"
-        yield f"Log starting offset: {segment.base_offset}"
+        yield from _log_file_header(Path(path), segment.base_offset)
         reader = segment.reader(validate_crc=False)
         for batch in reader:
             if max_bytes is not None and batch.position + batch.size > max_bytes:
@@ -199,6 +218,8 @@ def batch_json(batch: RecordBatch | LegacyBatch, deep: bool, print_data: bool) -
             if r.control_type is not None:
                 item["control_type"] = r.control_type.name
                 item["coordinator_epoch"] = r.coordinator_epoch
+                if r.control_type in DUMP_LABELS:
+                    item["control_record"] = read_kraft_control(r.control_type, r.value, r.offset)
             elif print_data:
                 item["key"] = None if r.key is None else _text(r.key)
                 item["value"] = None if r.value is None else _text(r.value)

@@ -311,11 +311,11 @@ def test_dump_prints_each_inner_message_and_control_type(tmp_path: Path,
     records = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
     assert [line.rsplit("crc: ", 1)[1] for line in records] == [f"{m.crc}}}" for m in inner]
     assert inner[0].crc != wrapper.crc
-    leader = kcodec.BatchBuilder(is_control=True, base_offset=0)
-    leader.append_control_record(b"\0\0\0\2", b"\0\0", timestamp=TS)   # version 0, type 2
-    log.write_bytes(leader.build())
+    unknown = kcodec.BatchBuilder(is_control=True, base_offset=0)
+    unknown.append_control_record(b"\0\0\0\7", b"\0\0", timestamp=TS)   # version 0, type 7
+    log.write_bytes(unknown.build())
     assert main(["dump", "--deep-iteration", str(log)]) == 0
-    assert capsys.readouterr().out.splitlines()[3].endswith(" controlType: LEADER_CHANGE(2)")
+    assert capsys.readouterr().out.splitlines()[3].endswith(" controlType: UNKNOWN(7)")
     empty = log.with_suffix(".timeindex")
     empty.write_bytes(b"")
     assert main(["dump", str(empty)]) == 0
