@@ -15,8 +15,8 @@ from libc.stdint cimport INT32_MAX, INT64_MAX, int16_t, int32_t, int64_t, uint8_
 from libc.string cimport memcpy
 
 from kcodec._crc32c cimport crc32_update, crc32c_update
-from kcodec._scratch cimport (Scratch, ScratchBuffer, scratch_give_back, scratch_grow,
-                             scratch_take)
+from kcodec._scratch cimport (LentMemory, Scratch, ScratchBuffer, keep_if_viewed, lend_memory,
+                             lend_view, scratch_give_back, scratch_grow, scratch_take)
 from kcodec._layout cimport (LEGACY_ATTRIBUTES, LEGACY_CRC, LEGACY_KEY_LENGTH_V0,
                              ATTR_CODEC, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME,
                              ATTR_HEADERS_FIRST, ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL,
@@ -547,6 +547,28 @@ cdef class BatchBuilder:
         scratch_grow(&self._buf, <size_t>need)
         return self._buf.data + self._len
 
+    cdef ScratchBuffer _compress_records(self, Py_ssize_t start):
+        """The records from byte ``start`` of the buffer compressed. The compressor (a
+        plugin's, perhaps) sees them through a view that stays valid if it keeps it: the
+        buffer then becomes that view's, and the builder goes on in a copy."""
+        cdef LentMemory lent = lend_memory(self._buf.data)
+        cdef Scratch copy
+        try:
+            return self._compress_view(lend_view(lent, start, self._len - start, False))
+        finally:
+            if lent.exports:
+                copy = scratch_take(self._buf.capacity)
+                if copy.data == NULL:
+                    raise MemoryError()
+                memcpy(copy.data, self._buf.data, self._len)
+                keep_if_viewed(lent, self._buf)
+                self._buf = copy
+
+    cdef ScratchBuffer _compress_view(self, object records):
+        cdef ScratchBuffer compressed = ScratchBuffer(len(records) // 2 + 64)
+        self._compress(records, compressed)
+        return compressed
+
     def build(self):
         """The batch's bytes (``b""`` when nothing was appended, as Java). Appending ends here."""
         if self._built is not None:
@@ -573,14 +595,15 @@ cdef class BatchBuilder:
         cdef const uint8_t *region
         cdef Py_ssize_t region_size
         if codec or headers_first:
-            records = PyMemoryView_FromMemory(<char *>self._buf.data + self._records_at,
-                                              self._len - self._records_at, PyBUF_READ)
             if headers_first:  # FORMAT.md §8.3: metadata first, then the values
-                records = _to_headers_first(records, self._count, False)
+                records = _to_headers_first(
+                    PyMemoryView_FromMemory(<char *>self._buf.data + self._records_at,
+                                            self._len - self._records_at, PyBUF_READ),
+                    self._count, False)
             if codec:
-                compressed = ScratchBuffer(len(records) // 2 + 64)
                 # (a compressor takes a memoryview; the headers-first region is bytes)
-                self._compress(memoryview(records) if headers_first else records, compressed)
+                compressed = (self._compress_records(self._records_at) if not headers_first
+                              else self._compress_view(memoryview(records)))
                 region, region_size = compressed.mem.data, compressed.length
             else:
                 region, region_size = <const uint8_t *><char *>records, len(records)
@@ -607,9 +630,7 @@ cdef class BatchBuilder:
         cdef int codec = self._attributes & ATTR_CODEC
         if not codec:
             return PyBytes_FromStringAndSize(<char *>self._buf.data, self._len)
-        inner = PyMemoryView_FromMemory(<char *>self._buf.data, self._len, PyBUF_READ)
-        cdef ScratchBuffer compressed = ScratchBuffer(self._len // 2 + 64)
-        self._compress(inner, compressed)
+        cdef ScratchBuffer compressed = self._compress_records(0)
         cdef bint v1 = self._magic == 1
         cdef Py_ssize_t message = 4 + 1 + 1 + (8 if v1 else 0) + 4 + 4 + compressed.length
         if message > INT32_MAX - LOG_OVERHEAD:

@@ -16,9 +16,22 @@ cdef int scratch_grow(Scratch *s, size_t at_least) except -1
 
 
 @cython.final
+cdef class LentMemory:
+    cdef uint8_t *data
+    cdef Scratch kept
+    cdef Py_ssize_t exports
+
+
+cdef LentMemory lend_memory(uint8_t *data)
+cdef object lend_view(LentMemory memory, Py_ssize_t offset, Py_ssize_t size, bint writable)
+cdef bint keep_if_viewed(LentMemory memory, Scratch s) noexcept
+
+
+@cython.final
 cdef class ScratchBuffer:
     cdef Scratch mem
     cdef Py_ssize_t length
+    cdef LentMemory viewed
     cdef int reserve(self, size_t extra) except -1
     cdef void lend(self, uint8_t *data, size_t capacity, Py_ssize_t length) noexcept
     cdef Scratch take_back(self) noexcept

@@ -8,6 +8,9 @@ BufferPool does) and give them back when done, so steady-state work stays on war
 The pool is used with the GIL held. Its memory comes from malloc, as the columns' does, so
 that a column's buffer can be lent to a decompressor as its sink (``ScratchBuffer.lend``).
 """
+cimport cython
+from cpython.buffer cimport PyBuffer_FillInfo
+from cpython.memoryview cimport PyMemoryView_FromObject
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memmove
 
@@ -173,12 +176,70 @@ cdef int scratch_grow(Scratch *s, size_t at_least) except -1:
     return 0
 
 
+@cython.final
+cdef class LentMemory:
+    """Memory that views handed to Python code outside kcodec (a plugin) point into. While
+    its owner (a builder, a ScratchBuffer) has it, ``data`` is the owner's; an owner done
+    with it, or moving it, while views are alive gives it to this object (``kept``), which
+    frees it when the last view goes. So a view a plugin keeps never points at freed or
+    reused memory; what is written through it after the call is lost."""
+
+    def __dealloc__(self):
+        scratch_give_back(self.kept)
+
+
+@cython.final
+cdef class _LentView:
+    """One range of a LentMemory, exported once: as the memoryview that lend_view() makes
+    (so the view's own ``obj`` cannot make another after the memory has moved on)."""
+    cdef LentMemory memory
+    cdef Py_ssize_t offset, size
+    cdef bint writable, exported
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        if self.exported:
+            raise BufferError("a view kcodec lends is exported once")
+        PyBuffer_FillInfo(view, self, <char *>self.memory.data + self.offset, self.size,
+                          not self.writable, flags)
+        self.exported = True
+        self.memory.exports += 1
+
+    def __releasebuffer__(self, Py_buffer *view):
+        self.memory.exports -= 1
+
+
+cdef LentMemory lend_memory(uint8_t *data):
+    """A LentMemory over ``data``, which its caller still owns."""
+    cdef LentMemory memory = LentMemory.__new__(LentMemory)
+    memory.data = data
+    return memory
+
+
+cdef object lend_view(LentMemory memory, Py_ssize_t offset, Py_ssize_t size, bint writable):
+    """A memoryview of ``size`` bytes at ``offset`` in ``memory``."""
+    cdef _LentView lent = _LentView.__new__(_LentView)
+    lent.memory, lent.offset, lent.size, lent.writable = memory, offset, size, writable
+    return PyMemoryView_FromObject(lent)
+
+
+cdef bint keep_if_viewed(LentMemory memory, Scratch s) noexcept:
+    """Whether views of ``memory`` are alive, in which case ``s`` (the allocation they point
+    into) becomes ``memory``'s; else the caller keeps s."""
+    if memory.exports == 0:
+        return False
+    memory.kept = s
+    return True
+
+
 cdef class ScratchBuffer:
     """A growable byte buffer from the pool, filled by the decompressors.
 
     ``length`` bytes are in use. ``window`` hands out writable views of the space
     after them; a window must be used at once and dropped before the buffer grows
     again (this module's callers keep to that: the buffer is private to one call).
+    ``lent_window`` hands out views that are safe to keep (for plugins); ``let_go``, before
+    the buffer goes back to code that works on ``mem`` directly, moves the buffer to new
+    memory if any of them is alive.
     """
 
     def __cinit__(self, size_t size_hint=0, *, bint lent=False):
@@ -190,10 +251,37 @@ cdef class ScratchBuffer:
         scratch_grow(&self.mem, size_hint)
 
     def __dealloc__(self):
-        scratch_give_back(self.mem)
+        if self.viewed is None or not keep_if_viewed(self.viewed, self.mem):
+            scratch_give_back(self.mem)
 
     cdef int reserve(self, size_t extra) except -1:
+        if self.viewed is not None and <size_t>self.length + extra > self.mem.capacity:
+            self.let_go()
         return scratch_grow(&self.mem, <size_t>self.length + extra)
+
+    def lent_window(self, Py_ssize_t size):
+        """A writable view of ``size`` bytes after the used ones (the buffer grows first),
+        safe to keep: if the buffer moves while the view is alive, the view keeps the old
+        memory."""
+        self.reserve(size)
+        if self.viewed is None:
+            self.viewed = lend_memory(self.mem.data)
+        return lend_view(self.viewed, self.length, size, True)
+
+    def let_go(self):
+        """End the lent windows' hold: if any is alive, the used bytes move to new memory
+        and the old stays with the windows."""
+        if self.viewed is None:
+            return
+        cdef Scratch moved
+        if self.viewed.exports:
+            moved = scratch_take(self.mem.capacity)
+            if moved.data == NULL:
+                raise MemoryError()
+            memcpy(moved.data, self.mem.data, self.length)
+            keep_if_viewed(self.viewed, self.mem)
+            self.mem = moved
+        self.viewed = None
 
     cdef void lend(self, uint8_t *data, size_t capacity, Py_ssize_t length) noexcept:
         """Work in the caller's memory (from malloc, its first ``length`` bytes in use), in

@@ -17,6 +17,7 @@ never treated as a module or class path. An unknown name raises
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable
 from importlib import metadata
@@ -43,8 +44,8 @@ class PluggableCodec(Protocol):
     records section into its compressed form and back.
 
     * ``compress(data, level)`` returns the compressed bytes (any bytes-like object) of
-      ``data``, a read-only memoryview. ``level`` is None (the codec's default) or an
-      int within ``level_range``.
+      ``data``, a read-only memoryview (which stays valid if the codec keeps it). ``level``
+      is None (the codec's default) or an int within ``level_range``.
     * ``decompress(data, max_size)`` returns the decompressed bytes and must not produce
       more than ``max_size`` bytes: raise :class:`~kcodec.errors.DecompressionLimitError`
       instead (kcodec checks the length too, but only afterwards).
@@ -73,7 +74,9 @@ class Sink:
     ``window(size)`` gives writable space for up to ``size`` bytes (fewer near the limit:
     never more than one byte past it, so overrunning is detected); ``commit(count)`` keeps
     the first ``count`` bytes of that window; ``write(data)`` appends. Going past
-    ``limit`` raises :class:`~kcodec.errors.DecompressionLimitError`.
+    ``limit`` raises :class:`~kcodec.errors.DecompressionLimitError`. A window is meant to
+    be written at once; one kept after the sink grows, or after the call, stays safe to use
+    but no longer reaches the sink (what is written through it then is lost).
     """
 
     __slots__ = ("_buffer", "limit")
@@ -87,7 +90,7 @@ class Sink:
 
     def window(self, size: int) -> memoryview:
         room = self.limit - len(self._buffer) + 1
-        return self._buffer.window(max(1, min(size, room)))
+        return self._buffer.lent_window(max(1, min(size, room)))
 
     def commit(self, count: int) -> None:
         self._buffer.commit(count)
@@ -217,7 +220,10 @@ def compress_into(name: str, data: memoryview, level: int | None, sink: ScratchB
     check_level(name, codec, level)
     direct = getattr(codec, "compress_into", None)
     if direct is not None:
-        _call(name, direct, data, level, Sink(sink, _NO_LIMIT))
+        try:
+            _call(name, direct, data, level, Sink(sink, _NO_LIMIT))
+        finally:
+            sink.let_go()
     else:
         sink.write(_bytes_of(name, "compress", _call(name, codec.compress, data, level)))
 
@@ -226,7 +232,10 @@ def decompress_into(name: str, data: memoryview, limit: int, sink: ScratchBuffer
     codec = get(name)
     direct = getattr(codec, "decompress_into", None)
     if direct is not None:
-        _call(name, direct, data, Sink(sink, limit))
+        try:
+            _call(name, direct, data, Sink(sink, limit))
+        finally:
+            sink.let_go()
     else:
         out = _bytes_of(name, "decompress", _call(name, codec.decompress, data, limit))
         if len(out) > limit:
@@ -238,6 +247,10 @@ def decompress_into(name: str, data: memoryview, limit: int, sink: ScratchBuffer
 
 def check_level(name: str, codec: PluggableCodec, level: int | None) -> None:
     if level is None:
+        return
+    level = operator.index(level)   # an int, as Kafka's level configs are (TypeError else)
+    if isinstance(codec, BuiltinCodec):   # the built-in codec's own rules (gzip's -1 too)
+        codec._codecs.compressor(codec.codec, level)
         return
     levels: tuple[int, int] | None = getattr(codec, "level_range", None)
     if levels is None:

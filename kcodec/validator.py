@@ -72,11 +72,6 @@ def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, 
         topic = TopicConfig.from_properties(config) if config else _DEFAULT_TOPIC
     now_ms = int(time.time() * 1000) if now is None else now
     framed = list(read_batches(data, validate_crc=False))
-    for entry in framed:
-        if entry.compression_id == Compression.PLUGGABLE:
-            raise UnsupportedCompressionTypeError(
-                "Kafka brokers do not accept pluggable compression (codec id 5)",
-                position=entry.position)
     if produce_version is not None and produce_version >= 3:
         _check_produce_request(framed, produce_version)
     for entry in framed:
@@ -136,6 +131,8 @@ def _check_produce_request(entries: Sequence[Entry], version: int) -> None:
     if first.magic != 2:
         raise InvalidRecordError("Produce requests with version 3 and above are only allowed "
                                  "to contain record batches with magic version 2")
+    if version < 7:   # (only there does Kafka ask for the codec, and so reject ids 5-7)
+        _check_codec_id(first)
     if version < 7 and first.compression_id == Compression.ZSTD:
         raise UnsupportedCompressionTypeError("Produce requests with version below 7 cannot "
                                               "carry zstd-compressed batches (KIP-110)")
@@ -155,6 +152,17 @@ def _check_entry(entry: Entry, topic: TopicConfig, from_client: bool) -> None:
                                   f"which exceeds the maximum configured value of "
                                   f"{topic.max_message_bytes}.", position=entry.position)
     entry.ensure_valid()
+    _check_codec_id(entry)
+
+
+def _check_codec_id(entry: Entry) -> None:
+    """CompressionType.forId: Kafka defines codec ids 0-4, and answers another (5, kcodec's
+    pluggable codec, among them) with UNKNOWN_SERVER_ERROR (an IllegalArgumentException)."""
+    codec = entry.compression_id
+    if codec > Compression.ZSTD:
+        note = " (pluggable compression is not Kafka's)" if codec == Compression.PLUGGABLE else ""
+        raise UnknownServerError(f"Unknown compression type id: {codec}{note}",
+                                 position=entry.position + (21 if entry.magic >= 2 else 17))
 
 
 def _check_batch(first: Entry, entry: Entry, topic: TopicConfig, from_client: bool) -> None:

@@ -20,10 +20,14 @@ import kcodec
 from kcodec import plugins
 from kcodec._scratch import ScratchBuffer
 from kcodec.errors import (
+    ChecksumError,
     CompressionError,
     CorruptRecordError,
     DecompressionLimitError,
+    InvalidRecordError,
+    RecordTooLargeError,
     UnknownPluginError,
+    UnknownServerError,
     UnsupportedCompressionTypeError,
 )
 
@@ -117,9 +121,17 @@ def test_levels_are_checked(registered: list[str]) -> None:
         assert contents(build("reverse", level=level)) == contents(build("reverse"))
     with pytest.raises(ValueError, match="outside 1..3"):
         kcodec.BatchBuilder(compression="pluggable", plugin="reverse", level=4)
+    with pytest.raises(TypeError):   # a level is an int, as the built-in codecs' are
+        kcodec.BatchBuilder(compression="pluggable", plugin="reverse", level=2.5)  # type: ignore[arg-type]
     register(registered, "no-levels", plugins.BuiltinCodec("snappy"))
     with pytest.raises(ValueError, match="no levels"):
         kcodec.BatchBuilder(compression="pluggable", plugin="no-levels", level=1)
+    register(registered, "kafka-gzip", plugins.BuiltinCodec("gzip"))   # Kafka's -1 default too
+    plain = kcodec.BatchBuilder(compression="gzip", level=-1)
+    lent = kcodec.BatchBuilder(compression="pluggable", plugin="kafka-gzip", level=-1)
+    for builder in (plain, lent):
+        builder.append(b"value", timestamp=1700000000000)
+    assert lent.build()[62 + len("kafka-gzip"):] == plain.build()[61:]
 
 
 def test_a_builder_checks_its_plugin_without_calling_it(registered: list[str]) -> None:
@@ -307,6 +319,54 @@ def test_decompression_is_bounded_through_the_sink(registered: list[str]) -> Non
         plugins.Sink(ScratchBuffer(16), 3).write(b"four")
 
 
+class Keeper:
+    """A codec that keeps what kcodec lends it: its inputs (as a sampler would) and its
+    first window, which it writes through after asking for more room, and again later."""
+
+    def __init__(self) -> None:
+        self.inputs: list[memoryview] = []
+        self.windows: list[memoryview] = []
+
+    def compress(self, data: memoryview, level: int | None) -> bytes:
+        self.inputs.append(data[1:])   # a slice keeps the lent memory as the view does
+        return bytes(data)
+
+    def decompress(self, data: memoryview, max_size: int) -> bytes:
+        return bytes(data)
+
+    def decompress_into(self, data: memoryview, sink: plugins.Sink) -> None:
+        first = sink.window(16)
+        sink.window(1 << 20)           # grows (moves) the sink's buffer
+        first[:] = b"A" * 16
+        self.windows.append(first)
+        sink.write(data)
+
+
+def test_views_a_plugin_keeps_stay_valid(registered: list[str]) -> None:
+    keeper = Keeper()
+    register(registered, "keeper", keeper)
+    records = kcodec.BatchBuilder()
+    for i in range(200):
+        records.append(b"v%d" % i * 500, key=b"k", timestamp=1700000000000)
+    plain = records.build()
+    builder = kcodec.BatchBuilder(compression="pluggable", plugin="keeper")
+    for i in range(200):
+        builder.append(b"v%d" % i * 500, key=b"k", timestamp=1700000000000)
+    data = builder.build()
+    for _ in range(20):   # the pool's buffers go on to other batches
+        kcodec.BatchBuilder(compression="pluggable", plugin="keeper").append(b"x" * 100_000)
+    assert keeper.inputs[0].tobytes() == plain[62:]   # the records section, as lent
+    expected = [r.value for r in next(kcodec.read_batches(plain)).records()]
+    for _ in range(3):
+        assert [r.value for r in next(kcodec.read_batches(data)).records()] == expected
+        assert kcodec.decode_arrow(data).column("value").to_pylist() == expected
+    for window in keeper.windows:   # writing through them later reaches nothing in use
+        window[:] = b"B" * 16
+    assert [r.value for r in next(kcodec.read_batches(data)).records()] == expected
+    with pytest.raises(BufferError, match="exported once"):
+        memoryview(keeper.windows[0].obj)
+
+
 def test_registry_api(registered: list[str]) -> None:
     register(registered, "reverse", Reverse())
     assert "reverse" in plugins.names() and isinstance(plugins.get("reverse"), Reverse)
@@ -367,8 +427,22 @@ def test_convert_to_and_from_standard_batches(registered: list[str]) -> None:
         with pytest.raises(UnsupportedCompressionTypeError) as info:
             kcodec.convert(first + build("reverse", base_offset=60), magic=magic)
         assert info.value.position == len(first)
-    with pytest.raises(UnsupportedCompressionTypeError, match="codec id 5"):
+    # a broker answers a codec id it does not define (as 5) with UNKNOWN_SERVER_ERROR, after
+    # its base offset, size and CRC checks
+    with pytest.raises(UnknownServerError, match="type id: 5") as error:
         kcodec.validate(build("reverse", base_offset=0), next_offset=0)
+    assert (error.value.error_code, error.value.position) == (-1, 21)
+    with pytest.raises(InvalidRecordError, match="baseOffset"):
+        kcodec.validate(build("reverse", base_offset=5), next_offset=0)
+    with pytest.raises(RecordTooLargeError):
+        kcodec.validate(build("reverse", base_offset=0), next_offset=0,
+                        config={"max.message.bytes": 50})
+    damaged = bytearray(build("reverse", base_offset=0))
+    damaged[-1] ^= 1
+    with pytest.raises(ChecksumError):
+        kcodec.validate(bytes(damaged), next_offset=0)
+    with pytest.raises(UnknownServerError, match="type id: 5"):
+        kcodec.validate(build("reverse", base_offset=0), next_offset=0, produce_version=3)
 
 
 def test_columns_and_threads_match_the_row_api(registered: list[str]) -> None:

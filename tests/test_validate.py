@@ -346,3 +346,17 @@ def test_producer_config_and_the_original_design() -> None:
     for bad in ({"compression.codec": "7"}, {"compression.type": "brotli"}):
         with pytest.raises(UnknownCompressionTypeError):
             ProducerConfig.from_properties(bad)
+
+
+@pytest.mark.parametrize("magic", [0, 1, 2])
+def test_a_codec_id_kafka_does_not_define_is_an_unknown_server_error(magic: int) -> None:
+    raw = bytearray(produce(2, "gzip", magic=magic))
+    at = 21 if magic == 2 else 17
+    raw[at + (1 if magic == 2 else 0)] |= 6   # gzip (1) becomes id 7
+    if magic == 2:
+        raw[17:21] = kcodec.crc32c(bytes(raw[21:])).to_bytes(4, "big")
+    else:
+        raw[12:16] = kcodec.crc32(bytes(raw[16:])).to_bytes(4, "big")
+    with pytest.raises(UnknownServerError, match="Unknown compression type id: 7") as error:
+        kcodec.validate(bytes(raw), next_offset=0, now=NOW)
+    assert (error.value.error_code, error.value.position) == (-1, at)
