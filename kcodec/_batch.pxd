@@ -37,6 +37,7 @@ cdef class RecordBatch:
     cdef readonly int32_t record_count
 
     cdef int check_codec(self) except -1
+    cpdef check_record_count(self)
     cdef RecordIterator _iterator(self)
     cdef ScratchBuffer _decompressed(self, int codec)
     cdef RecordIterator _headers_first_iterator(self, RecordIterator it, int codec)

@@ -224,6 +224,19 @@ cdef class RecordBatch:
         return 0
 
     @property
+    def strict(self):
+        """Whether the batch was read with ``strict=True`` (minimal varints required)."""
+        return self._strict
+
+    cpdef check_record_count(self):
+        """Raise InvalidRecordError, at the count's field, for a negative record count."""
+        if self.record_count < 0:
+            raise InvalidRecordError(
+                f"Found invalid record count {self.record_count}",
+                position=self.position + (V3_OFF_RECORD_COUNT if self.magic == 3
+                                          else OFF_RECORD_COUNT))
+
+    @property
     def plugin_name(self):
         """The plugin a pluggable-codec batch (id 5) names, else None (FORMAT.md §7)."""
         if self.attributes & ATTR_CODEC != 5:
@@ -314,9 +327,7 @@ cdef class RecordBatch:
     cdef RecordIterator _iterator(self):
         cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
         it._batch = self
-        if self.record_count < 0:
-            raise InvalidRecordError(f"Found invalid record count {self.record_count}",
-                                     position=self.position + OFF_RECORD_COUNT)
+        self.check_record_count()
         it._remaining = self.record_count
         if self.record_count == 0:
             return it  # Kafka does not look at the records section at all
@@ -367,11 +378,13 @@ cdef class RecordBatch:
                 codec, region,
                 None if self._max_decompressed_size < 0 else self._max_decompressed_size,
                 self.position + self.header_size, 3).tobytes()
-        try:
+        try:   # (errors in an uncompressed region at their byte; else at the section)
             records = _from_headers_first(region, self.record_count, self._record_attributes,
-                                          self._strict)
+                                          self._strict,
+                                          -1 if codec else self.position + self.header_size)
         except KcodecError as exc:
-            exc.position = self.position + self.header_size
+            if exc.position is None:
+                exc.position = self.position + self.header_size
             raise
         it._owner = records
         it._start = <const uint8_t *>PyBytes_AS_STRING(records)

@@ -26,7 +26,7 @@ from kcodec._column_buffers cimport (KEY_DATA, N_COLUMNS, SPARE_TOTAL_BYTES, VAL
                                      item_size, release_column_spares, take_columns)
 from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of, outside_ranges
 from kcodec._layout cimport (ATTR_CODEC, ATTR_CONTROL, ATTR_HEADERS_FIRST, ATTR_LOG_APPEND_TIME,
-                             ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL, OFF_RECORD_COUNT)
+                             ATTR_NO_RECORD_ATTRIBUTES, ATTR_TRANSACTIONAL)
 from kcodec._legacy cimport (InnerMessages, LegacyMessage, LegacyRun, check_crc, crc_matches,
                              inner_without_gil, next_inner, open_inner, raise_crc_mismatch,
                              shallow_message)
@@ -373,8 +373,7 @@ cdef int _queue_v2(_Run run, RecordBatch batch) except -1:
     if count < 0:
         if validate_crc:   # as the row reader: a damaged batch says so first
             batch.ensure_valid()
-        raise InvalidRecordError(f"Found invalid record count {count}",
-                                 position=batch.position + OFF_RECORD_COUNT)   # (as rows)
+        batch.check_record_count()
     if count and batch.attributes & ATTR_CODEC > 5:
         if validate_crc:
             batch.ensure_valid()
@@ -595,7 +594,7 @@ cdef object _headers_first_region(_Task *task, RecordBatch batch, unsigned want,
                 section = decompress_section(codec, section, max_decompressed_size,
                                              batch.position + header, 3).tobytes()
             region = from_headers_first(section, task.count, task.info.has_attributes,
-                                        task.info.strict)
+                                        task.info.strict, -1 if codec else batch.position + header)
         else:
             task.info.meta_only = True
             region = meta_prefix(codec, section, max_decompressed_size)

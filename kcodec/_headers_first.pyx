@@ -66,7 +66,9 @@ def metadata(int64_t offset, int64_t timestamp, key, list headers, int32_t value
     return make_metadata(offset, timestamp, key, headers, value_size)
 
 
-cdef object _error(kc_status status, Py_ssize_t at):
+cdef object _error(kc_status status, Py_ssize_t at, Py_ssize_t position=-1):
+    """The error for ``status`` at byte ``at`` of the region; ``position`` is where the
+    region starts in the input (-1: a decompressed region, whose caller places it)."""
     if status == KC_ERR_EOF:
         text = "the headers-first region ends inside a record's metadata"
     elif status == KC_ERR_VARINT:
@@ -75,6 +77,8 @@ cdef object _error(kc_status status, Py_ssize_t at):
         text = "invalid record headers"
     else:
         text = "record fields disagree with the headers-first region"
+    if position >= 0:
+        return InvalidRecordError(text, position=position + at)
     return InvalidRecordError(f"{text} (at byte {at} of the records region)")
 
 
@@ -170,8 +174,10 @@ def meta_prefix(int codec, section, max_decompressed_size=None):
     return region[:bounds[1]]
 
 
-def from_headers_first(region, int32_t count, bint has_attributes, bint strict):
-    """Ordinary records from a headers-first region (every length checked)."""
+def from_headers_first(region, int32_t count, bint has_attributes, bint strict,
+                       Py_ssize_t position=-1):
+    """Ordinary records from a headers-first region (every length checked); ``position``
+    is where the region starts in the input (-1 for a decompressed one), for errors."""
     cdef const uint8_t[::1] view = region
     cdef const uint8_t *start = &view[0] if view.shape[0] else NULL
     cdef const uint8_t *end = start + view.shape[0]
@@ -187,7 +193,7 @@ def from_headers_first(region, int32_t count, bint has_attributes, bint strict):
         entry = p
         status = kc_scan_meta(&p, meta_end, has_attributes, strict, &r)
         if status != KC_OK:
-            raise _error(status, p - start)
+            raise _error(status, p - start, position)
         body = (p - entry) + max(r.value_len, 0)
         values += max(r.value_len, 0)
         out_size += kc_sizeof_varint(<int32_t>body) + body
@@ -215,9 +221,9 @@ def from_headers_first(region, int32_t count, bint has_attributes, bint strict):
 
 def scan_metadata(region, int32_t count, bint has_attributes, bint strict,
                   int64_t base_offset, int64_t base_timestamp, bint log_append,
-                  int64_t max_timestamp):
+                  int64_t max_timestamp, Py_ssize_t position=-1):
     """A :class:`RecordMetadata` for every record, from the meta block alone (``region``
-    may end right after it)."""
+    may end right after it); ``position`` as for from_headers_first."""
     cdef const uint8_t[::1] view = region
     cdef const uint8_t *start = &view[0] if view.shape[0] else NULL
     cdef const uint8_t *end = start + view.shape[0]
@@ -230,10 +236,16 @@ def scan_metadata(region, int32_t count, bint has_attributes, bint strict,
     cdef list out = []
     cdef list headers
     cdef int32_t i, j
-    for i in range(count):
+    cdef const uint8_t *first = p
+    for i in range(count):   # every entry checked before any is made (count is the data's)
         status = kc_scan_meta(&p, meta_end, has_attributes, strict, &r)
         if status != KC_OK:
-            raise _error(status, p - start)
+            raise _error(status, p - start, position)
+    if p != meta_end:
+        raise InvalidRecordError("the headers-first meta block disagrees with the record count")
+    p = first
+    for i in range(count):
+        kc_scan_meta(&p, meta_end, has_attributes, strict, &r)
         headers = []
         q = r.headers
         for j in range(r.header_count):
@@ -247,6 +259,4 @@ def scan_metadata(region, int32_t count, bint has_attributes, bint strict,
             else <int64_t>(<uint64_t>base_timestamp + <uint64_t>r.timestamp_delta),
             None if r.key == NULL else PyBytes_FromStringAndSize(<const char *>r.key, r.key_len),
             headers, -1 if r.value_len < 0 else r.value_len))
-    if p != meta_end:
-        raise InvalidRecordError("the headers-first meta block disagrees with the record count")
     return out

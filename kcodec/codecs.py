@@ -480,6 +480,8 @@ def decompress_prefix(codec: Compression | int | str, data: Any, want: int,
             raise CompressionError(f"corrupt zstd data: {exc}") from None
         if len(out) > limit:
             raise DecompressionLimitError.exceeding(limit)
+        if len(out) < stop:   # all of it: decompressed as a whole, so a cut frame is an error
+            return decompress(kind, view, max_size=max_size)
         return bytes(out)
     return decompress(kind, view, max_size=max_size)
 

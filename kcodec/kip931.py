@@ -37,6 +37,7 @@ def scan(batch: RecordBatch, max_decompressed_size: int | None = None) -> list[R
         return [metadata(r.offset, r.timestamp, r.key, r.headers,
                          -1 if r.value is None else len(r.value))
                 for r in batch.records()]
+    batch.check_record_count()
     if not batch.record_count:
         return []
     log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
@@ -44,9 +45,10 @@ def scan(batch: RecordBatch, max_decompressed_size: int | None = None) -> list[R
         region = meta_prefix(batch.compression_id, batch.buffer[batch.header_size:],
                              max_decompressed_size)
         return scan_metadata(region, batch.record_count,
-                             not batch.attributes & NO_RECORD_ATTRIBUTES, False,
+                             not batch.attributes & NO_RECORD_ATTRIBUTES, batch.strict,
                              batch.base_offset, batch.base_timestamp, log_append,
-                             batch.max_timestamp)
+                             batch.max_timestamp,
+                             -1 if batch.compression_id else batch.position + batch.header_size)
     except KcodecError as exc:
         if exc.position is None:
             exc.position = batch.position + batch.header_size

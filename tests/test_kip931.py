@@ -370,3 +370,99 @@ def test_scans_agree_with_the_records() -> None:
     struct.pack_into(">i", two, 8, len(two) - 12)
     struct.pack_into(">I", two, 17, kcodec.crc32c(bytes(two[21:])))
     assert scan(only_batch(bytes(two))) == scan(batch)
+
+
+def resealed(data: bytes | bytearray) -> bytes:
+    """The batch with its length and CRC made right again after an edit."""
+    out = bytearray(data)
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    struct.pack_into(">I", out, 17, kcodec.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+def three_ways(data: bytes, batch: kcodec.RecordBatch, **options: Any) -> list[KcodecError]:
+    """What the records, the columns without values and a scan raise."""
+    errors = []
+    for read in (batch.records, lambda: scan(batch),
+                 lambda: kcodec.decode_columns(data, columns=["offset", "key"], allow_magic3=True,
+                                               **options)):
+        with pytest.raises(KcodecError) as info:
+            read()
+        errors.append(info.value)
+    return errors
+
+
+def test_magic_3_errors_name_their_bytes_as_the_records_do() -> None:
+    one = kcodec.BatchBuilder(magic=3)
+    one.append(b"v", timestamp=NOW)
+    first = one.build()
+    negative = bytearray(first)
+    struct.pack_into(">i", negative, 37, -1)   # recordsCount, at byte 37 in magic 3
+    data = first + resealed(negative)
+    batch = list(kcodec.read_batches(data, allow_magic3=True))[1]
+    assert isinstance(batch, kcodec.RecordBatch)
+    for error in three_ways(data, batch):
+        assert "record count -1" in str(error) and error.position == len(first) + 37
+    # an uncompressed headers-first region: the broken record's byte, not the section's
+    builder = kcodec.BatchBuilder(magic=3, headers_first=True)
+    for i in range(6):
+        builder.append(b"value-%d" % i, key=b"key-%d" % i, timestamp=NOW + i)
+    broken = bytearray(builder.build())
+    broken[bytes(broken).index(b"\x0akey-4")] = 0x7E
+    data = resealed(broken)
+    batch = only_batch(data)
+    rows, *others = three_ways(data, batch)
+    assert rows.position is not None and batch.header_size < rows.position < len(data)
+    assert "records region" not in str(rows)
+    assert [(type(e), e.position) for e in others] == [(type(rows), rows.position)] * 2
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_a_cut_headers_first_stream_is_the_codecs_error_every_way(codec: str) -> None:
+    builder = kcodec.BatchBuilder(magic=3, compression=codec, headers_first=True)
+    for i in range(200):
+        builder.append(b"value-%d" % i * 20, key=b"key-%d" % i, timestamp=NOW + i)
+    full = builder.build()
+    header = only_batch(full).header_size
+    data = resealed(full[:header + 20])
+    errors = three_ways(data, only_batch(data))
+    assert len({(type(e), e.error_code, e.position) for e in errors}) == 1, errors
+
+
+def test_scans_check_the_count_and_strictness_as_the_records() -> None:
+    builder = kcodec.BatchBuilder(magic=3, headers_first=True)
+    builder.append(b"v", key=b"k", timestamp=NOW)
+    builder.append(b"w", key=b"k", timestamp=NOW)
+    built = builder.build()
+    negative = bytearray(built)
+    struct.pack_into(">i", negative, 37, -1)
+    data = resealed(negative)
+    for error in three_ways(data, only_batch(data)):
+        assert "record count -1" in str(error) and error.position == 37
+    header = only_batch(built).header_size
+    region = built[header:]   # metaLength, then the first entry's timestampDelta (00)
+    lax = resealed(built[:header] + bytes([region[0] + 2]) + b"\x80\x00" + region[2:])
+    assert len(scan(only_batch(lax))) == 2
+    (strict,) = kcodec.read_batches(lax, allow_magic3=True, strict=True)
+    assert isinstance(strict, kcodec.RecordBatch)
+    for error in three_ways(lax, strict, strict=True):
+        assert "not minimal" in str(error)
+
+
+def test_a_scan_checks_every_entry_before_making_any() -> None:
+    """A count far past the meta block's entries fails before a record's metadata is made
+    (12 000 five-byte entries of zeros here: none is made)."""
+    import tracemalloc
+    meta = bytes(60_000)
+    header = bytearray(41)
+    struct.pack_into(">qiib", header, 0, 0, 0, -1, 3)
+    struct.pack_into(">hqhii", header, 21, 0x180, -1, -1, -1, 2**31 - 1)
+    data = resealed(header + zigzag(0) + zigzag(NOW) + zigzag(0) + zigzag(len(meta)) + meta)
+    batch = only_batch(data)
+    tracemalloc.start()
+    try:
+        with pytest.raises(InvalidRecordError, match="ends inside"):
+            scan(batch)
+        assert tracemalloc.get_traced_memory()[1] < 100_000
+    finally:
+        tracemalloc.stop()
