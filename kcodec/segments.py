@@ -250,18 +250,19 @@ class Segment:
         :meth:`verify_indexes` names it."""
         keys = [e.offset for e in self.index]
         for i in range(bisect.bisect_right(keys, offset) - 1, -1, -1):
-            if self._points_at_batch(self.index[i]):
+            if self.points_at_batch(self.index[i]):
                 return self.index[i].position
         return 0
 
-    def _points_at_batch(self, entry: IndexEntry) -> bool:
-        """Whether a whole batch starts at ``entry``'s position, one starting at or before
-        its offset (Kafka indexes a batch by its last offset; brokers before 2.0, by the
-        first offset of what they appended)."""
+    def points_at_batch(self, entry: IndexEntry) -> bool:
+        """Whether a whole batch starts at ``entry``'s position, its CRC right (bytes inside
+        a batch can look like one), and one starting at or before the entry's offset (Kafka
+        indexes a batch by its last offset; brokers before 2.0, by the first offset of what
+        they appended)."""
         if not 0 <= entry.position < self.size:
             return False
         try:
-            batch = next(read_batches(self.data, start=entry.position, validate_crc=False), None)
+            batch = next(read_batches(self.data, start=entry.position), None)
             return batch is not None and batch.base_offset <= entry.offset
         except KcodecError:   # (a legacy wrapper is decoded for its first offset)
             return False

@@ -321,6 +321,73 @@ def test_large_segments_split_at_batch_boundaries(spark: Any, tmp_path: Path) ->
     assert sorted(r.offset for r in frame.select("offset").collect()) == list(range(1000))
 
 
+def plan_and_read(paths: list[Path], mode: str = "FAILFAST",
+                  **options: str) -> tuple[list[Any], list[int]]:
+    """The input partitions planned for ``paths``, and the offsets read from them."""
+    from kcodec.spark.source import Options, plan, read_slice
+    parsed = Options.parse({"mode": mode, **options})
+    names = ["offset"] + (["_corrupt_record"] if mode == "PERMISSIVE" else [])
+    slices = plan([str(p) for p in paths], parsed)
+    offsets = [o for part in slices for b in read_slice(part, parsed, names)
+               for o in b.column("offset").to_pylist() if o is not None]
+    return slices, offsets
+
+
+@pytest.mark.parametrize("mode", ["FAILFAST", "DROPMALFORMED", "PERMISSIVE"])
+def test_splits_pass_over_index_entries_inside_a_batch(tmp_path: Path, mode: str) -> None:
+    """An .index entry pointing into a batch (a damaged or stale index) is no place to cut
+    a large segment: the rows are the log's, however it is split."""
+    import struct
+
+    from kcodec.segments import write_partition
+    batches = []
+    for i in range(20):
+        builder = kcodec.BatchBuilder(base_offset=i * 10)
+        for j in range(10):
+            builder.append(b"x" * 100, timestamp=1_700_000_000_000 + i * 10 + j)
+        batches.append(builder.build())
+    partition = write_partition(tmp_path / "t-0", batches, index_interval_bytes=100)
+    index = partition / "00000000000000000000.index"
+    raw = bytearray(index.read_bytes())
+    for entry in (1, 3):   # into a batch, and at bytes inside a record that frame nothing
+        relative, position = struct.unpack_from(">ii", raw, 8 * entry)
+        struct.pack_into(">ii", raw, 8 * entry, relative, position + 5 * entry)
+    index.write_bytes(bytes(raw))
+    starts = {b.position for b in kcodec.read_batches(
+        (partition / "00000000000000000000.log").read_bytes())}
+    slices, offsets = plan_and_read([partition], mode, maxBytesPerPartition="1000")
+    assert len(slices) > 1 and {part.start for part in slices} <= starts
+    assert offsets == list(range(200))
+
+
+def test_a_segment_named_alone_is_read_as_its_partition_reads(tmp_path: Path) -> None:
+    """Named alone, a segment ends where its partition's last stable offset and damage end
+    it: a transaction it holds, committed in the next segment, is read; a partial batch
+    ending it, with segments after it, is damage."""
+    from kcodec import ControlType
+    from kcodec.errors import CorruptRecordError
+    from kcodec.segments import write_partition
+    txn = kcodec.BatchBuilder(producer_id=1, producer_epoch=0, base_sequence=0,
+                              is_transactional=True)
+    txn.append(b"a", timestamp=1_700_000_000_000)
+    txn.append(b"b", timestamp=1_700_000_000_000)
+    commit = kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=1,
+                                                producer_epoch=0, coordinator_epoch=0,
+                                                base_offset=2)
+    plain = kcodec.BatchBuilder(base_offset=3)
+    plain.append(b"plain", timestamp=1_700_000_000_000)
+    partition = write_partition(tmp_path / "t-0", [txn.build(), commit, plain.build()],
+                                segment_bytes=1)   # a segment a batch
+    first = sorted(partition.glob("*.log"))[0]
+    assert plan_and_read([first], isolationLevel="read_committed")[1] == [0, 1]
+    with first.open("ab") as log:
+        log.write(plain.build()[:30])   # a partial batch, not at the partition's end
+    (part,), _ = plan_and_read([first], "DROPMALFORMED")
+    assert not part.final
+    with pytest.raises(CorruptRecordError, match="before the end of the partition"):
+        plan_and_read([first])
+
+
 def test_column_functions_round_trip(spark: Any, tmp_path: Path) -> None:
     from pyspark.sql import functions as F
 

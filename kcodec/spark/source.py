@@ -24,6 +24,7 @@ from kcodec._legacy import LegacyBatch
 from kcodec.columnar import decode_arrow, iter_arrow
 from kcodec.errors import CorruptRecordError, KcodecError
 from kcodec.segments import (
+    SEGMENT_NAME,
     AbortedTransaction,
     Segment,
     aborted_transactions,
@@ -32,7 +33,6 @@ from kcodec.segments import (
     last_stable_offset,
     offset_for_time,
     partition_of,
-    read_offset_index,
     segment_files,
 )
 
@@ -147,9 +147,10 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
     framed (which ends its partition)."""
     slices: list[SegmentSlice] = []
     for root in paths:
-        for directory, logs in _segments_under(root):
+        for directory, named in _segments_under(root):
             where = partition_of(directory)
             topic, partition = where if where else (directory.name, -1)
+            logs = _whole_partition(directory, named)
             offsets = _offset_range(logs, options)
             if offsets is None:
                 continue   # no record at or after startingTimestamp
@@ -157,12 +158,14 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
             damage = _first_damage(logs) if options.mode != "FAILFAST" else None
             bases = [base_offset_of(p) for p in logs]
             for i, log in enumerate(logs):
+                if log not in named:
+                    continue
                 following = bases[i + 1] if i + 1 < len(logs) else None
                 if following is not None and following <= offsets[0]:
                     continue   # every offset of this segment is below the range
                 if bases[i] >= offsets[1]:
                     continue
-                splits = _splits(log, bases[i], options.split_bytes)
+                splits = _splits(log, options.split_bytes)
                 for start, end in splits:
                     if damage is not None and (i, start) > damage:
                         break
@@ -170,6 +173,16 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
                     slices.append(SegmentSlice(str(log), topic, partition, start, end,
                                                aborted, offsets, final))
     return slices
+
+
+def _whole_partition(directory: Path, named: list[Path]) -> list[Path]:
+    """Every segment of the partition a segment file named alone belongs to: what is read
+    of it is what a consumer reads there, up to the partition's last stable offset and
+    first damage, a partial batch ending it only if it ends the partition."""
+    if len(named) != 1 or not SEGMENT_NAME.match(named[0].name):
+        return named
+    siblings = sorted(p for p in directory.glob("*.log") if SEGMENT_NAME.match(p.name))
+    return siblings if named[0] in siblings else named
 
 
 def _segments_under(root: str) -> list[tuple[Path, list[Path]]]:
@@ -216,17 +229,17 @@ def _first_damage(logs: Sequence[Path]) -> tuple[int, int] | None:
     return None
 
 
-def _splits(log: Path, base_offset: int, split_bytes: int) -> list[tuple[int, int]]:
+def _splits(log: Path, split_bytes: int) -> list[tuple[int, int]]:
     """Byte ranges of about ``split_bytes`` each, cut where the offset index says a batch
-    starts."""
+    starts and one does (an entry of a damaged index is passed over, as by seeks)."""
     size = log.stat().st_size
     if size <= split_bytes:
         return [(0, size)]
-    index = log.with_suffix(".index")
     cuts = [0]
-    if index.exists():
-        for entry in read_offset_index(index, base_offset):
-            if 0 < entry.position < size and entry.position - cuts[-1] >= split_bytes:
+    with Segment(log) as segment:
+        for entry in segment.index:
+            if (0 < entry.position < size and entry.position - cuts[-1] >= split_bytes
+                    and segment.points_at_batch(entry)):
                 cuts.append(entry.position)
     cuts.append(size)
     return list(zip(cuts, cuts[1:]))
