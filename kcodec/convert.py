@@ -235,7 +235,8 @@ def _from_v2(batch: RecordBatch, magic: int, codec: Compression, level: int | No
         rep.records_with_timestamps_dropped += sum(1 for r in records if r.timestamp != -1)
     ts_type = (TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else batch.timestamp_type)
     return _legacy_entries(records, magic, codec, level, ts_type,
-                           batch.max_timestamp if log_append else None, rep, batch.position)
+                           batch.max_timestamp if log_append else None, rep, batch.position,
+                           one_batch=True)
 
 
 def check_writable(records: Sequence[Record], position: int, *, offsets: bool = True,
@@ -303,10 +304,14 @@ def _kept_last_offset(batch: RecordBatch, records: Sequence[Record]) -> int | No
 
 def _legacy_entries(records: Sequence[Record], magic: int, codec: Compression,
                     level: int | None, ts_type: TimestampType, log_append_time: int | None,
-                    rep: ConversionReport, position: int) -> bytes:
+                    rep: ConversionReport, position: int, one_batch: bool = False) -> bytes:
     """One wrapper holding all records, or one message per record when uncompressed
-    (magic 0 without timestamps, whatever the source's type and log append time)."""
-    check_writable(records, position, legacy=True, timestamps=magic > 0)
+    (magic 0 without timestamps, whatever the source's type and log append time). The
+    records are checked as Kafka's builder checks them (timestamps for magic 0 too); those
+    of ``one_batch`` (a v2 batch's, which Kafka writes again with one builder) also for
+    offsets within an int32 of the first, compressed or not."""
+    check_writable(records, position, legacy=True,
+                   base_offset=records[0].offset if one_batch and records else None)
     if magic == 0:
         log_append_time = None
     def builder() -> BatchBuilder:

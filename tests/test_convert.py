@@ -233,6 +233,32 @@ def test_records_a_builder_cannot_write_are_refused_as_data() -> None:
         kcodec.convert(bytes(data), magic=2, compression="gzip")
 
 
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+@pytest.mark.parametrize("magic", [0, 1])
+def test_down_conversion_refuses_what_kafkas_builder_refuses(magic: int, codec: str) -> None:
+    """A timestamp below -1 (even for magic 0, which drops it) and offsets more than an
+    int32 apart in one v2 batch (even uncompressed, written one message each): Kafka
+    converts a batch with one builder, which refuses both."""
+    import struct
+    data = bytearray(v2(n=1, base=10))
+    data[data.index(b"k0") - 2 - 1] = 9     # the record's timestampDelta: zigzag(-5)
+    struct.pack_into(">q", data, 27, 0)     # baseTimestamp 0: the record's time is -5
+    data[17:21] = kcodec.crc32c(bytes(data[21:])).to_bytes(4, "big")
+    assert [r.timestamp for r in next(kcodec.read_batches(bytes(data)))] == [-5]
+    with pytest.raises(kcodec.errors.InvalidTimestampError, match="negative timestamp -5"):
+        kcodec.convert(bytes(data), magic=magic, compression=codec)
+    wide = bytearray(v2(n=2, base=10))     # offset deltas -1 and 2**31 - 1: 9 and 2**31 + 9
+    first, second = wide.index(b"k0") - 2, wide.index(b"k1") - 2
+    wide[second - 3] += 8                   # the second record's length, 4 bytes longer
+    wide[second:second + 1] = b"\xfe\xff\xff\xff\x0f"
+    wide[first] = 1
+    struct.pack_into(">i", wide, 8, len(wide) - 12)
+    wide[17:21] = kcodec.crc32c(bytes(wide[21:])).to_bytes(4, "big")
+    assert [r.offset for r in next(kcodec.read_batches(bytes(wide)))] == [9, 2**31 + 9]
+    with pytest.raises(kcodec.errors.InvalidRecordError, match="too far from base offset"):
+        kcodec.convert(bytes(wide), magic=magic, compression=codec)
+
+
 records_strategy = st.lists(
     st.tuples(st.one_of(st.none(), st.binary(max_size=30)), st.one_of(st.none(), st.binary(max_size=60)),
               st.integers(0, 2**41), st.integers(1, 3)), min_size=1, max_size=25)
