@@ -226,6 +226,11 @@ def test_options_in_other_words_are_refused() -> None:
     with pytest.raises(ValueError, match="startingOffset takes an integer, not 'earliest'"):
         Options.parse({"startingOffset": "earliest"})
     assert Options.parse({"STARTINGOFFSET": "5"}).offsets[0] == 5
+    with pytest.raises(ValueError, match="isolationLevel, not Spark's Kafka source's"):
+        Options.parse({"kafka.isolation.level": "read_committed"})
+    with pytest.raises(ValueError, match="includeHeaders takes true or false, not 'yes'"):
+        Options.parse({"includeHeaders": "yes"})
+    assert Options.parse({"includeHeaders": " TRUE "}).include_headers
 
 
 def test_read_committed_uses_the_transaction_index(spark: Any, tmp_path: Path) -> None:

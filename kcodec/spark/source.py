@@ -67,7 +67,8 @@ class SegmentSlice(InputPartition):
 # partitions (JSON) or "earliest"/"latest": kafka-log's own, for one log, instead
 SPARK_KAFKA_OPTIONS = {"startingOffsets": "startingOffset", "endingOffsets": "endingOffset",
                        "startingOffsetsByTimestamp": "startingTimestamp",
-                       "endingOffsetsByTimestamp": "endingTimestamp"}
+                       "endingOffsetsByTimestamp": "endingTimestamp",
+                       "kafka.isolation.level": "isolationLevel"}
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class Options:
         get = {k.lower(): v for k, v in options.items()}.get
         for name, ours in SPARK_KAFKA_OPTIONS.items():
             if get(name.lower()) is not None:
-                raise ValueError(f"kafka-log reads one log's offsets and times: {ours}, not "
+                raise ValueError(f"kafka-log reads one log: its option is {ours}, not "
                                  f"Spark's Kafka source's {name}")
         mode = get("mode", "FAILFAST").upper()
         if mode not in MODES:
@@ -100,9 +101,9 @@ class Options:
             raise ValueError(f"isolationLevel must be read_committed or read_uncommitted, "
                              f"not {isolation!r}")
         return cls(
-            include_headers=_flag(get("includeheaders")),
-            metadata=_flag(get("includemetadata")),
-            include_control=_flag(get("includecontrolrecords")),
+            include_headers=_flag(get, "includeHeaders"),
+            metadata=_flag(get, "includeMetadata"),
+            include_control=_flag(get, "includeControlRecords"),
             read_committed=isolation == "read_committed",
             offsets=(_integer(get, "startingOffset", INT64_MIN),
                      _integer(get, "endingOffset", INT64_MAX)),
@@ -125,8 +126,13 @@ class Options:
         return ", ".join(parts)
 
 
-def _flag(value: str | None) -> bool:
-    return (value or "false").strip().lower() == "true"
+def _flag(get: Callable[[str], str | None], name: str) -> bool:
+    """The option ``name`` as a boolean: true or false in any case, as Spark parses its
+    Kafka source's includeHeaders (false when not given)."""
+    value = (get(name.lower()) or "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"kafka-log option {name} takes true or false, not {value!r}")
+    return value == "true"
 
 
 def _integer(get: Callable[[str], str | None], name: str, default: int) -> int:
