@@ -150,27 +150,38 @@ def dump(args: argparse.Namespace) -> int:
     snapshot is reported and the dump goes on, as kafka-dump-log's does; the command then
     ends with status 1."""
     status = 0
-    files = (_log_files(args.files, _RECORD_FILES) if not args.index_files
-             else [Path(f) for f in args.files])
-    for path in files:
-        lines = _DUMPERS.get(path.suffix)
-        if path.suffix == ".snapshot":
-            status |= _dump_snapshot(path)
+    for name in _dump_names(args):
+        suffix = Path(name).suffix
+        lines = _DUMPERS.get(suffix)
+        if suffix == ".snapshot":
+            status |= _dump_snapshot(name)
         elif lines is not None:
-            with naming(path):
-                for line in lines(path):
+            with naming(name):
+                for line in lines(name):
                     print(line)
-        elif path.suffix not in _RECORD_FILES:
-            print(f"Dumping {path}")
-            print(f"Ignoring unknown file {path}", file=sys.stderr)
+        elif suffix not in _RECORD_FILES:
+            print(f"Dumping {name}")
+            print(f"Ignoring unknown file {name}", file=sys.stderr)
         elif args.json or args.jsonl:
-            _dump_json(path, args)
+            _dump_json(Path(name), args)
         else:
-            with naming(path):
-                for line in dump_log_lines(path, args.deep_iteration, args.print_data_log,
+            with naming(name):
+                for line in dump_log_lines(name, args.deep_iteration, args.print_data_log,
                                            args.skip_record_metadata, args.max_bytes):
                     print(line)
     return status
+
+
+def _dump_names(args: argparse.Namespace) -> list[str]:
+    """The files to dump: each as named (kafka-dump-log prints a path as it was given,
+    ``./`` and all), and a directory's segments and KRaft snapshots under it."""
+    names: list[str] = []
+    for name in args.files:
+        if Path(name).is_dir() and not args.index_files:
+            names += [str(f) for f in _log_files([name], _RECORD_FILES)]
+        else:
+            names.append(name)
+    return names
 
 
 _RECORD_FILES = (".log", ".checkpoint")   # a segment, a KRaft snapshot: batches, dumped alike
@@ -178,7 +189,7 @@ _DUMPERS = {".index": dump_index_lines, ".timeindex": dump_index_lines,
             ".txnindex": dump_transaction_index_lines}
 
 
-def _dump_snapshot(path: Path) -> int:
+def _dump_snapshot(path: str) -> int:
     """A producer snapshot's lines; a corrupt one said on stderr (1), as kafka-dump-log
     prints a CorruptSnapshotException's message and goes on."""
     try:

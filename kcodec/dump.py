@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +13,7 @@ from kcodec._record import Record
 from kcodec.codecs import decompress
 from kcodec.constants import ControlType, TimestampType
 from kcodec.errors import KcodecError
-from kcodec.kraft import DUMP_LABELS, read_kraft_control
+from kcodec.kraft import DUMP_LABELS, kafka_json, read_kraft_control
 from kcodec.producer_snapshot import read_producer_snapshot
 from kcodec.segments import Segment, read_offset_index, read_time_index, read_transaction_index
 
@@ -101,7 +100,7 @@ def _control_text(record: Record) -> str:
         return f" endTxnMarker: {control.name} coordinatorEpoch: {record.coordinator_epoch}"
     if control in DUMP_LABELS:
         fields = read_kraft_control(control, record.value, record.offset)
-        return f" {DUMP_LABELS[control]} {json.dumps(fields, separators=(',', ':'), ensure_ascii=False)}"
+        return f" {DUMP_LABELS[control]} {kafka_json(fields)}"
     type_id = int.from_bytes((record.key or b"\0\0\0\0")[2:4], "big", signed=True)
     name = control.name if control is not None else ControlType.UNKNOWN.name
     return f" controlType: {name}({type_id})"

@@ -88,13 +88,20 @@ class _Fields:
             self.take(size)
 
 
+_ZERO_UUID = "A" * 22   # Kafka's Uuid.ZERO_UUID, printed
+
+
 def _leader_change(f: _Fields) -> dict[str, Any]:
     def voter() -> dict[str, Any]:
         out = {"voterId": f.signed(4)}
         f.end_struct()
         return out
-    return {"version": f.signed(2), "leaderId": f.signed(4),
-            "voters": f.array("voters", voter), "grantingVoters": f.array("grantingVoters", voter)}
+    version, leader = f.signed(2), f.signed(4)
+    voters, granting = f.array("voters", voter), f.array("grantingVoters", voter)
+    if version >= 1:   # read at version 0, printed at the message's version, which adds
+        for fields in (*voters, *granting):   # a field Kafka did not read: zero
+            fields["voterDirectoryId"] = _ZERO_UUID
+    return {"version": version, "leaderId": leader, "voters": voters, "grantingVoters": granting}
 
 
 def _snapshot_header(f: _Fields) -> dict[str, Any]:
@@ -116,7 +123,7 @@ def _voters(f: _Fields) -> dict[str, Any]:
         return out
 
     def voter() -> dict[str, Any]:
-        out: dict[str, Any] = {"voterId": f.signed(4), "voterUuid": f.uuid(),
+        out: dict[str, Any] = {"voterId": f.signed(4), "voterDirectoryId": f.uuid(),
                                "endpoints": f.array("endpoints", endpoint)}
         feature = {"minSupportedVersion": f.signed(2), "maxSupportedVersion": f.signed(2)}
         f.end_struct()
@@ -148,4 +155,26 @@ def read_kraft_control(control_type: ControlType, value: bytes | None,
     return message
 
 
-__all__ = ["DUMP_LABELS", "read_kraft_control"]
+def kafka_json(value: Any) -> str:
+    """``value`` (dicts, lists, str, int) as Kafka's JSON converters print it through
+    Jackson: no spaces, non-ASCII as it is, control characters escaped with upper-case
+    hex (``\\u001F``)."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_json_string(k)}:{kafka_json(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(kafka_json(v) for v in value) + "]"
+    if isinstance(value, str):
+        return _json_string(value)
+    return str(int(value))
+
+
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+                  "\r": "\\r", "\t": "\\t"}
+
+
+def _json_string(text: str) -> str:
+    return '"' + "".join(_SHORT_ESCAPES.get(c) or (f"\\u{ord(c):04X}" if c < " " else c)
+                         for c in text) + '"'
+
+
+__all__ = ["DUMP_LABELS", "kafka_json", "read_kraft_control"]

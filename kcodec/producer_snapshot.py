@@ -40,10 +40,17 @@ class ProducerSnapshotEntry:
 
     @property
     def first_sequence(self) -> int:
-        """The last batch's first sequence (sequences wrap past int32's largest)."""
-        if self.last_sequence < self.offset_delta:
-            return _INT32_MAX - (self.offset_delta - self.last_sequence) + 1
-        return self.last_sequence - self.offset_delta
+        """The last batch's first sequence (sequences wrap past int32's largest), in
+        Java's int arithmetic as Kafka computes it (DefaultRecordBatch.decrementSequence)."""
+        sequence, decrement = self.last_sequence, self.offset_delta
+        if sequence < decrement:
+            return _int32(_int32(_INT32_MAX - _int32(decrement - sequence)) + 1)
+        return _int32(sequence - decrement)
+
+
+def _int32(value: int) -> int:
+    """``value`` wrapped to a Java int."""
+    return (value + 2**31) % 2**32 - 2**31
 
 
 def read_producer_snapshot(path: str | os.PathLike[str]) -> list[ProducerSnapshotEntry]:

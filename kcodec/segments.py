@@ -26,7 +26,7 @@ from kcodec._atomic import fsync_directory, staging_directory
 from kcodec._batch import BatchReader, RecordBatch, read_batches, read_entries_for_columns
 from kcodec._legacy import LegacyBatch
 from kcodec.columnar import INT64_MAX, INT64_MIN, iter_arrow, iter_columns
-from kcodec.errors import InvalidRecordError, KcodecError, naming
+from kcodec.errors import CorruptRecordError, InvalidRecordError, KcodecError, naming
 
 if TYPE_CHECKING:
     import pyarrow
@@ -105,11 +105,16 @@ def read_time_index(path: str | os.PathLike[str], base_offset: int) -> list[Time
 
 def read_transaction_index(path: str | os.PathLike[str]) -> list[AbortedTransaction]:
     """The entries of a ``.txnindex`` file (34 bytes each; a partial last one, from a
-    write cut short, is left out)."""
+    write cut short, is left out). An entry of a version past 0 is refused, as Kafka's
+    TransactionIndex refuses it (CorruptRecordError)."""
     data = Path(path).read_bytes()
     entries = []
     for at in range(0, len(data) - len(data) % TXN_ENTRY.size, TXN_ENTRY.size):
         version, producer_id, first, last, last_stable = TXN_ENTRY.unpack_from(data, at)
+        if version > 0:
+            raise CorruptRecordError(f"Unexpected aborted transaction version {version} in "
+                                     f"transaction index {path}, current version is 0",
+                                     position=at)
         entries.append(AbortedTransaction(producer_id, first, last, last_stable, version))
     return entries
 

@@ -38,7 +38,7 @@ VOTERS = (ControlType.KRAFT_VOTERS,
           + bytes.fromhex("2385" "00"                        # port 9093, endpoint's tags
                           "0000" "0001" "00"                 # kRaftVersionFeature 0..1, tags
                           "00" "00"),                        # the voter's, the message's tags
-          {"version": 0, "voters": [{"voterId": 3, "voterUuid": "AAECAwQFBgcICQoLDA0ODw",
+          {"version": 0, "voters": [{"voterId": 3, "voterDirectoryId": "AAECAwQFBgcICQoLDA0ODw",
                                      "endpoints": [{"name": "CONTROLLER", "host": "localhost",
                                                     "port": 9093}],
                                      "kRaftVersionFeature": {"minSupportedVersion": 0,
@@ -137,3 +137,20 @@ def test_real_cluster_metadata_leader_changes() -> None:
             assert fields["version"] == 0 and set(fields) >= {"leaderId", "voters"}
             seen += 1
     assert seen
+
+
+def test_a_leader_change_of_a_later_version_prints_the_field_kafka_adds() -> None:
+    """Kafka reads the value at version 0 and prints it at its Version field's version:
+    from 1 on, each voter with the (unread, zero) directory id."""
+    value = bytearray(LEADER_CHANGE[1])
+    value[1] = 1
+    fields = read_kraft_control(ControlType.LEADER_CHANGE, bytes(value))
+    assert fields["version"] == 1
+    assert fields["voters"][0] == {"voterId": 1, "voterDirectoryId": "AAAAAAAAAAAAAAAAAAAAAA"}
+    assert fields["grantingVoters"] == [{"voterId": 2, "voterDirectoryId": "A" * 22}]
+
+
+def test_kafka_json_escapes_as_jackson() -> None:
+    from kcodec.kraft import kafka_json
+    assert kafka_json({"host": 'a"\\\n\t\x1f\x0bé', "port": 9093, "list": [{"x": -1}]}) == (
+        '{"host":"a\\"\\\\\\n\\t\\u001F\\u000Bé","port":9093,"list":[{"x":-1}]}')

@@ -481,6 +481,27 @@ def test_dump_transaction_indexes_snapshots_and_other_files(
                                          captured.out.splitlines()[-1]]
     assert captured.err.startswith("kcodec: error: ") and captured.err.endswith(
         f", in {corrupt}\n")
+    # an entry of a version Kafka does not know is refused, as its TransactionIndex does
+    future = tmp_path / "00000000000000000099.txnindex"
+    future.write_bytes(b"\0\1" + txnindex.read_bytes()[2:34])
+    with pytest.raises(kcodec.errors.CorruptRecordError, match="aborted transaction version 1"):
+        segments.read_transaction_index(future)
+    assert main(["dump", str(future)]) == 1
+    capsys.readouterr()
+
+
+def test_dump_prints_paths_as_given(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """As kafka-dump-log, which prints a java.io.File: ``./`` stays."""
+    builder = kcodec.BatchBuilder()
+    builder.append(b"v", timestamp=TS)
+    (tmp_path / "00000000000000000000.log").write_bytes(builder.build())
+    (tmp_path / "00000000000000000000.index").write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    assert main(["dump", "./00000000000000000000.index", "./00000000000000000000.log"]) == 0
+    assert capsys.readouterr().out.splitlines()[:4] == [
+        "Dumping ./00000000000000000000.index", "./00000000000000000000.index is empty.",
+        "Dumping ./00000000000000000000.log", "Log starting offset: 0"]
 
 
 def test_producer_snapshots() -> None:
@@ -494,6 +515,8 @@ def test_producer_snapshots() -> None:
     last = entries[next(p for p in found if p.name == "00000000000000000035.snapshot")]
     assert last[1] == ProducerSnapshotEntry(3000, 0, 0, 34, 0, 1728493031796, -1, None)
     assert ProducerSnapshotEntry(1, 0, 2, 9, 5, 0, 0, 7).first_sequence == (1 << 31) - 3
+    # in Java's int arithmetic, as Kafka's decrementSequence: a negative delta wraps
+    assert ProducerSnapshotEntry(1, 0, 5, 9, -(1 << 31), 0, 0, 7).first_sequence == -(1 << 31) + 5
     data = bytearray(next(p for p in found if p.stat().st_size > 10).read_bytes())
     data[-1] ^= 1
     for broken, message in ((bytes(data), "CRC"), (b"\0\2" + bytes(data[2:]), "version 2"),
