@@ -123,7 +123,7 @@ def test_legacy_data_is_patched_as_kafka_patches_it() -> None:
     assert message.is_valid()
 
     plain = produce(3, magic=0)
-    result = kcodec.validate(plain, next_offset=7, now=NOW, config={"message.format.version": "0.9"})
+    result = kcodec.validate(plain, next_offset=7, now=NOW, config={"message.format.version": "0.9.0"})
     assert not result.rebuilt
     assert [e.offset for e in kcodec.read_batches(result.records)] == [7, 8, 9]
 
@@ -269,7 +269,7 @@ def test_zstd_rules_are_76() -> None:
     kcodec.validate(produce(codec="zstd"), next_offset=0, now=NOW, produce_version=7)
     with pytest.raises(UnsupportedCompressionTypeError):
         kcodec.validate(produce(codec="gzip"), next_offset=0, now=NOW,
-                        config={"compression.type": "zstd", "message.format.version": "0.10"})
+                        config={"compression.type": "zstd", "message.format.version": "0.10.0"})
 
 
 def test_invalid_record_87_rules() -> None:
@@ -329,6 +329,47 @@ def test_topic_config_keys() -> None:
             TopicConfig.from_properties(bad)
 
 
+@pytest.mark.parametrize("bad", [
+    {"compression.type": "GZIP"}, {"message.timestamp.type": "logappendtime"},
+    {"cleanup.policy": "Compact"}, {"cleanup.policy": ["compcat"]},
+    {"message.timestamp.difference.max.ms": "-1"}, {"message.timestamp.after.max.ms": -5},
+    {"message.timestamp.before.max.ms": 2**64}, {"max.message.bytes": "-1"},
+    {"max.message.bytes": 2**40}, {"segment.bytes": "5"}, {"compression.lz4.level": 3.7},
+    {"compression.lz4.level": "1_0"}, {"max.message.bytes": True},
+    {"message.format.version": "0.9"}, {"message.format.version": "3"},
+    {"message.format.version": "99.1"}, {"message.format.version": "0.10"},
+    {"message.format.version": "2.8-IV9"}])
+def test_topic_settings_kafka_refuses_are_refused(bad: dict[str, object]) -> None:
+    """As Kafka's ConfigDef: names spelled as Kafka spells them, numbers whole and in
+    range, message format versions Kafka knows."""
+    with pytest.raises(ValueError):
+        TopicConfig.from_properties(bad)
+
+
+def test_topic_settings_as_kafka_reads_them() -> None:
+    from kcodec.config import message_format_magic
+    assert TopicConfig.from_properties({"cleanup.policy": ["compact"]}).compact
+    assert TopicConfig.from_properties({"cleanup.policy": ("delete", "compact")}).compact
+    assert not TopicConfig.from_properties({"cleanup.policy": "delete"}).compact
+    assert TopicConfig.from_properties({"max.message.bytes": " 2000 "}).max_message_bytes == 2000
+    for version, magic in (("0.8.2.1", 0), ("0.9.0", 0), ("0.10.0-IV1", 1), ("0.10.2", 1),
+                           ("0.11.0", 2), ("2.8-IV1", 2), ("2.8.1", 2), ("3.9", 2)):
+        assert message_format_magic(version) == magic
+    # with compression.type=producer a level key is not the topic's codec's: Kafka rebuilds
+    # at the codec's default level
+    data = produce(200, "gzip")   # v2 for a magic-1 topic: rebuilt
+    plain = kcodec.validate(data, next_offset=0, now=NOW,
+                            config={"message.format.version": "0.10.2"})
+    levelled = kcodec.validate(data, next_offset=0, now=NOW,
+                               config={"message.format.version": "0.10.2",
+                                       "compression.gzip.level": "1"})
+    assert plain.rebuilt and plain.records == levelled.records
+    own = kcodec.validate(data, next_offset=0, now=NOW,
+                          config={"message.format.version": "0.10.2", "compression.type": "gzip",
+                                  "compression.gzip.level": "1"})
+    assert own.records != plain.records   # the topic's own codec takes its level
+
+
 def test_producer_config_and_the_original_design() -> None:
     assert ProducerConfig.from_properties({"compression.type": "zstd",
                                            "compression.zstd.level": "-3"}).level(
@@ -340,7 +381,8 @@ def test_producer_config_and_the_original_design() -> None:
     assert legacy_some.codec_for("orders") == Compression.GZIP
     assert legacy_some.codec_for("audit") == Compression.NONE
     for bad in ({"compression.codec": "4"}, {"compression.type": "producer"},
-                {"compression.type": "gzip", "compression.codec": "1"}):
+                {"compression.type": "gzip", "compression.codec": "1"},
+                {"compression.type": "ZSTD"}):
         with pytest.raises(ValueError):
             ProducerConfig.from_properties(bad)
     for bad in ({"compression.codec": "7"}, {"compression.type": "brotli"}):
