@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kcodec._batch import RecordBatch, read_batches
@@ -22,7 +22,6 @@ from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
 from kcodec.config import TopicConfig
 from kcodec.constants import Compression, TimestampType
-from kcodec.convert import check_writable
 from kcodec.errors import (
     InvalidRecordError,
     InvalidTimestampError,
@@ -71,11 +70,13 @@ def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, 
     else:
         topic = TopicConfig.from_properties(config) if config else _DEFAULT_TOPIC
     now_ms = int(time.time() * 1000) if now is None else now
-    framed = list(read_batches(data, validate_crc=False))
+    batches: Iterable[Entry] = read_batches(data, validate_crc=False)
     if produce_version is not None and produce_version >= 3:
-        _check_produce_request(framed, produce_version)
-    for entry in framed:
+        batches = _check_produce_request(batches, produce_version)
+    framed = []
+    for entry in batches:   # framed one at a time, as Kafka: a batch's error before the next's
         _check_entry(entry, topic, from_client)
+        framed.append(entry)
     if not framed:
         return ValidationResult(b"", next_offset, next_offset - 1, -1, -1, False, 0)
     # a legacy wrapper's inner messages are CRC-checked as a reader that checks CRCs reads
@@ -87,47 +88,57 @@ def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, 
         if entry.compression_id != Compression.NONE:
             source = entry.compression
     target = topic.target_codec(source)
-    if target == Compression.ZSTD and topic.magic < 2:
-        raise UnsupportedCompressionTypeError("zstd needs message format v2 (KIP-110)")
     first = entries[0]
     if (first.magic >= 2 or source != Compression.NONE) and len(entries) > 1:
         raise InvalidRecordError("Compressed outer record has more than one batch")
-    # convertAndAssignOffsetsNonCompressed appends each record as it is checked, so a
-    # record with headers fails there before the records after it are checked
-    appended_as_checked = (source == Compression.NONE and target == Compression.NONE
-                           and any(entry.magic != topic.magic for entry in entries))
+    compressed_path = source != Compression.NONE or target != Compression.NONE
+    # convertAndAssignOffsetsNonCompressed reads every record (sizing its output), makes
+    # its builder, then appends each record as it is checked
+    converting = not compressed_path and any(entry.magic != topic.magic for entry in entries)
+    decoded = [list(entry) for entry in entries] if converting else None
+    if converting:
+        _check_builder(first, topic, target)
     records: list[Record] = []
-    for entry in entries:
+    for i, entry in enumerate(entries):
         _check_batch(first, entry, topic, from_client)
-        batch_records = list(entry)
-        _check_records(entry, batch_records, topic, now_ms,
-                       appended_as_checked and topic.magic < 2)
+        batch_records = decoded[i] if decoded is not None else list(entry)
+        _check_records(entry, batch_records, topic, now_ms, appended=converting)
         records += batch_records
 
-    if source == Compression.NONE and target == Compression.NONE:
+    if not compressed_path:
         # LogValidator.assignOffsetsNonCompressed, or convertAndAssignOffsetsNonCompressed
-        in_place = all(entry.magic == topic.magic for entry in entries)
+        in_place = not converting
     else:   # validateMessagesAndAssignOffsetsCompressed
         in_place = source == target and first.magic == topic.magic and topic.magic != 0
         if source == Compression.NONE and first.is_control:
             in_place = True   # control records are not compressed unless written so
+        keys_skipped = in_place and first.magic >= 2
         if first.magic > 0 and topic.magic > 0 and any(r.offset != i
                                                        for i, r in enumerate(records)):
             in_place = False   # inner offsets not 0, 1, 2...: rebuilt, as for old clients
+            if keys_skipped:   # ... but a v2 batch's records were read without their keys
+                raise UnknownServerError(
+                    "key is skipped in PartialDefaultRecord: a v2 batch whose records' offset "
+                    "deltas are not 0, 1, 2... is refused by Kafka's rebuild",
+                    position=first.position)
     if in_place:
         out = _patch_in_place(entries, records, next_offset, topic, now_ms,
-                              partition_leader_epoch, compressed=source != Compression.NONE)
+                              partition_leader_epoch, compressed=compressed_path)
+        times = _in_place_times(entries, records, next_offset, topic, now_ms, compressed_path)
     else:
         out = _rebuild(first, records, next_offset, topic, target, now_ms, partition_leader_epoch)
-    return _result(out, not in_place, topic)
+        times = _builder_times(records, next_offset, topic, target, now_ms)
+    return _result(out, not in_place, topic, times, next_offset)
 
 
-def _check_produce_request(entries: Sequence[Entry], version: int) -> None:
-    """ProduceRequest.validateRecords (Produce v3 and newer)."""
-    if not entries:
+def _check_produce_request(batches: Iterable[Entry], version: int) -> list[Entry]:
+    """ProduceRequest.validateRecords (Produce v3 and newer), framing the batches as it
+    goes; returns the one batch."""
+    framing = iter(batches)
+    first = next(framing, None)
+    if first is None:
         raise InvalidRecordError("Produce requests with version 3 and above must contain "
                                  "at least one record batch")
-    first = entries[0]
     if first.magic != 2:
         raise InvalidRecordError("Produce requests with version 3 and above are only allowed "
                                  "to contain record batches with magic version 2")
@@ -136,9 +147,10 @@ def _check_produce_request(entries: Sequence[Entry], version: int) -> None:
     if version < 7 and first.compression_id == Compression.ZSTD:
         raise UnsupportedCompressionTypeError("Produce requests with version below 7 cannot "
                                               "carry zstd-compressed batches (KIP-110)")
-    if len(entries) > 1:
+    if next(framing, None) is not None:
         raise InvalidRecordError("Produce requests with version 3 and above are only allowed "
                                  "to contain exactly one record batch")
+    return [first]
 
 
 def _check_entry(entry: Entry, topic: TopicConfig, from_client: bool) -> None:
@@ -200,12 +212,12 @@ def _check_batch(first: Entry, entry: Entry, topic: TopicConfig, from_client: bo
 
 
 def _check_records(entry: Entry, records: Sequence[Record], topic: TopicConfig,
-                   now: int, refuse_headers: bool = False) -> None:
+                   now: int, appended: bool = False) -> None:
     """LogValidator.validateRecord over one batch's records: a record's key (compacted
     topics) before its timestamp; every record is checked, and the batch fails with
     INVALID_TIMESTAMP if any timestamp failed, else with the first record's error. With
-    ``refuse_headers`` each record is appended (for a magic 0/1 topic) as it passes while
-    none before it failed, and one with headers fails there (_rebuild's error)."""
+    ``appended`` each record is appended as it passes while none before it failed
+    (convertAndAssignOffsetsNonCompressed), where the builder's checks fail it."""
     log_append_batch = entry.timestamp_type == TimestampType.LOG_APPEND_TIME
     first_error: InvalidRecordError | None = None
     for index, record in enumerate(records):
@@ -214,8 +226,9 @@ def _check_records(entry: Entry, records: Sequence[Record], topic: TopicConfig,
                 f"Compacted topic cannot accept message without key in topic partition "
                 f"(record {index})", position=entry.position)
         elif topic.timestamp_type == TimestampType.CREATE_TIME and record.timestamp != -1:
-            if (now - record.timestamp > topic.timestamp_before_max_ms
-                    or record.timestamp - now > topic.timestamp_after_max_ms):
+            difference = _int64(now - record.timestamp)   # in Java's longs, as Kafka
+            if (difference > topic.timestamp_before_max_ms
+                    or _int64(-difference) > topic.timestamp_after_max_ms):
                 raise InvalidTimestampError(
                     f"Timestamp {record.timestamp} of message with offset {record.offset} is "
                     f"out of range (record {index})", position=entry.position)
@@ -223,18 +236,54 @@ def _check_records(entry: Entry, records: Sequence[Record], topic: TopicConfig,
             raise InvalidTimestampError(f"Invalid timestamp type in message (record {index}). "
                                         "Producer should not set timestamp type to LogAppendTime.",
                                         position=entry.position)
-        if refuse_headers and first_error is None and record.headers:
-            raise _headers_refused(topic, index, entry.position)
+        if appended and first_error is None:
+            _check_append(record, index, topic, entry.position)
     if first_error is not None:
         raise first_error
 
 
-def _headers_refused(topic: TopicConfig, index: int, position: int) -> UnknownServerError:
-    """MemoryRecordsBuilder's IllegalArgumentException for a record with headers in magic 0
-    or 1, which a broker answers with UNKNOWN_SERVER_ERROR (only a fetch's down-conversion
-    drops headers)."""
-    return UnknownServerError(f"Magic v{topic.magic} does not support record headers "
-                              f"(record {index})", position=position)
+def _int64(value: int) -> int:
+    return (value + 2**63) % 2**64 - 2**63
+
+
+def _check_builder(first: Entry, topic: TopicConfig, codec: Compression) -> None:
+    """MemoryRecordsBuilder's constructor, made with the first batch's producer fields, in
+    the topic's magic and codec: its IllegalArgumentExceptions are UNKNOWN_SERVER_ERROR."""
+    if topic.magic < 2 and first.is_transactional:
+        raise UnknownServerError(f"Transactional records are not supported for magic "
+                                 f"{topic.magic}", position=first.position)
+    if topic.magic < 2 and codec == Compression.ZSTD:
+        raise UnknownServerError(f"ZStandard compression is not supported for magic "
+                                 f"{topic.magic}", position=first.position)
+
+
+def _check_append(record: Record, index: int, topic: TopicConfig, position: int) -> None:
+    """MemoryRecordsBuilder.appendWithOffset: a timestamp below -1, then headers for magic 0
+    or 1 (only a fetch's down-conversion drops them)."""
+    if record.timestamp < -1:
+        raise UnknownServerError(f"Invalid negative timestamp {record.timestamp} "
+                                 f"(record {index})", position=position)
+    if record.headers and topic.magic < 2:
+        raise UnknownServerError(f"Magic v{topic.magic} does not support record headers "
+                                 f"(record {index})", position=position)
+
+
+def _check_producer_state(first: Entry, topic: TopicConfig) -> None:
+    """MemoryRecordsBuilder.validateProducerState, as the rebuilt batch is closed (it is
+    never a control batch, whatever the records were)."""
+    producer_id = first.producer_id if isinstance(first, RecordBatch) else -1
+    if first.is_transactional and producer_id == -1:
+        raise UnknownServerError("Cannot write transactional messages without a valid "
+                                 "producer ID", position=first.position)
+    if producer_id != -1:
+        if first.producer_epoch == -1:
+            raise UnknownServerError("Invalid negative producer epoch", position=first.position)
+        if first.base_sequence < 0:
+            raise UnknownServerError("Invalid negative sequence number used",
+                                     position=first.position)
+        if topic.magic < 2:
+            raise UnknownServerError(f"Idempotent messages are not supported for magic "
+                                     f"{topic.magic}", position=first.position)
 
 
 def _set_max_timestamp(raw: bytearray, legacy: bool, attributes: int, timestamp: int) -> None:
@@ -304,20 +353,65 @@ def _rebuild(first: Entry, records: Sequence[Record], next_offset: int, topic: T
             options.update(producer_id=first.producer_id, producer_epoch=first.producer_epoch,
                            base_sequence=first.base_sequence,
                            is_transactional=first.is_transactional)
+    _check_builder(first, topic, codec)
+    for i, record in enumerate(records):
+        _check_append(record, i, topic, first.position)
+    _check_producer_state(first, topic)
     builder = BatchBuilder(magic=topic.magic, compression=codec, level=topic.level(codec),
                            base_offset=next_offset, timestamp_type=ts_type,
                            log_append_time=now if log_append and topic.magic else None, **options)
-    check_writable(records, first.position, offsets=False, timestamps=topic.magic > 0)
     for i, record in enumerate(records):
-        if record.headers and topic.magic < 2:
-            raise _headers_refused(topic, i, first.position)
         builder.append(record.value, key=record.key,
                        timestamp=record.timestamp if topic.magic else -1,
                        headers=record.headers, offset=next_offset + i)
     return builder.build()
 
 
-def _result(out: bytes, rebuilt: bool, topic: TopicConfig) -> ValidationResult:
+def _in_place_times(entries: Sequence[Entry], records: Sequence[Record], next_offset: int,
+                    topic: TopicConfig, now: int, compressed: bool) -> tuple[int, int]:
+    """The max timestamp and the shallow offset of it that LogValidator's in-place paths
+    report, from the records as they came (a producer's LogAppendTime batch's records
+    carry its max timestamp)."""
+    log_append = topic.timestamp_type == TimestampType.LOG_APPEND_TIME
+    last = next_offset + len(records) - 1
+    if compressed:   # one batch: its last offset, whatever the max
+        stamped = entries[0].magic > 0 and topic.magic > 0
+        latest = max((-1, *(r.timestamp for r in records))) if stamped else -1
+        return (now if log_append else latest), last
+    max_ts, shallow, offset, at = -1, -1, next_offset, 0
+    for entry in entries:
+        count = entry.record_count if isinstance(entry, RecordBatch) else 1
+        own = records[at:at + count]
+        at += count
+        offset += count
+        latest = max((-1, *(r.timestamp for r in own))) if entry.magic > 0 else -1
+        if latest > max_ts:
+            max_ts, shallow = latest, offset - 1
+    if log_append:
+        return ((-1, -1) if topic.magic == 0 else (now, next_offset) if topic.magic == 1
+                else (now, last))
+    return max_ts, shallow
+
+
+def _builder_times(records: Sequence[Record], next_offset: int, topic: TopicConfig,
+                   codec: Compression, now: int) -> tuple[int, int]:
+    """MemoryRecordsBuilder.info() of a rebuild: the max timestamp appended (none in magic
+    0) and the shallow offset of it, or the log append time."""
+    last = next_offset + len(records) - 1
+    batch_wide = codec != Compression.NONE or topic.magic >= 2   # one batch: its last offset
+    if topic.timestamp_type == TimestampType.LOG_APPEND_TIME:
+        return now, last if batch_wide else next_offset
+    max_ts, at = -1, -1
+    for i, record in enumerate(records):
+        if topic.magic > 0 and record.timestamp > max_ts:
+            max_ts, at = record.timestamp, next_offset + i
+    if max_ts == -1:
+        return -1, -1
+    return max_ts, last if batch_wide else at
+
+
+def _result(out: bytes, rebuilt: bool, topic: TopicConfig, times: tuple[int, int],
+            next_offset: int) -> ValidationResult:
     """UnifiedLog.append after validation: rebuilt batches checked against
     max.message.bytes again, then the whole against segment.bytes."""
     entries = list(read_batches(out))
@@ -329,16 +423,14 @@ def _result(out: bytes, rebuilt: bool, topic: TopicConfig) -> ValidationResult:
         raise RecordListTooLargeError(f"Message batch size is {len(out)} bytes in append which "
                                       f"exceeds the maximum configured segment size of "
                                       f"{topic.segment_bytes}.")
-    first_offset, last_offset, max_ts, shallow, count = None, -1, -1, -1, 0
+    first_offset, last_offset, count = None, -1, 0
     for entry in entries:
         for record in entry:
             first_offset = record.offset if first_offset is None else first_offset
             count += 1
-            if record.timestamp > max_ts:
-                max_ts, shallow = record.timestamp, entry.last_offset
         last_offset = entry.last_offset
-    return ValidationResult(out, first_offset if first_offset is not None else 0, last_offset,
-                            max_ts, shallow, rebuilt, count)
+    return ValidationResult(out, next_offset if first_offset is None else first_offset,
+                            last_offset, *times, rebuilt, count)
 
 
 __all__ = ["ValidationResult", "validate"]

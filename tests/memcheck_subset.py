@@ -53,7 +53,9 @@ def main() -> None:
     for magic in (0, 1, 2, 3):
         kcodec.convert(log, magic=magic, compression="lz4" if magic < 2 else "zstd",
                        on_loss="ignore")
-    kcodec.validate(data[-6], next_offset=100, now=1_700_000_000_000, from_client=False)
+    in_place = bytearray(data[-6])   # a compressed v2 batch, at base offset 0 as Kafka
+    in_place[0:8] = bytes(8)          # appends one in place (else it cannot rebuild it)
+    kcodec.validate(bytes(in_place), next_offset=100, now=1_700_000_000_000, from_client=False)
     for entry in data:
         for cut in (1, 20, 61, len(entry) // 2, len(entry) - 1):
             broken = bytearray(entry)

@@ -256,10 +256,15 @@ def test_a_batch_with_a_bad_timestamp_is_32_before_a_missing_key_is_87() -> None
 
 
 def test_transactional_on_old_format_is_43() -> None:
-    data = produce(producer_id=1, producer_epoch=0, base_sequence=0, is_transactional=True)
+    data = produce(codec="gzip", producer_id=1, producer_epoch=0, base_sequence=0,
+                   is_transactional=True)
     with pytest.raises(UnsupportedForMessageFormatError) as info:
         kcodec.validate(data, next_offset=0, now=NOW, config={"message.format.version": "0.10.2"})
     assert info.value.error_code == 43
+    # uncompressed, Kafka makes its converting builder first, which refuses the batch
+    data = produce(producer_id=1, producer_epoch=0, base_sequence=0, is_transactional=True)
+    with pytest.raises(UnknownServerError, match="Transactional records are not supported"):
+        kcodec.validate(data, next_offset=0, now=NOW, config={"message.format.version": "0.10.2"})
 
 
 def test_zstd_rules_are_76() -> None:
@@ -267,7 +272,13 @@ def test_zstd_rules_are_76() -> None:
         kcodec.validate(produce(codec="zstd"), next_offset=0, now=NOW, produce_version=6)
     assert info.value.error_code == 76
     kcodec.validate(produce(codec="zstd"), next_offset=0, now=NOW, produce_version=7)
-    with pytest.raises(UnsupportedCompressionTypeError):
+    # a zstd topic of magic 0 or 1: the batch and records are checked, then the builder
+    # refuses zstd (an inter-broker protocol of 2.1 or later, as everywhere here)
+    with pytest.raises(InvalidTimestampError):
+        kcodec.validate(produce(codec="gzip", ts=1), next_offset=0, now=NOW,
+                        config={"compression.type": "zstd", "message.format.version": "0.10.0",
+                                "message.timestamp.difference.max.ms": "1000"})
+    with pytest.raises(UnknownServerError, match="ZStandard compression is not supported"):
         kcodec.validate(produce(codec="gzip"), next_offset=0, now=NOW,
                         config={"compression.type": "zstd", "message.format.version": "0.10.0"})
 
@@ -402,3 +413,77 @@ def test_a_codec_id_kafka_does_not_define_is_an_unknown_server_error(magic: int)
     with pytest.raises(UnknownServerError, match="Unknown compression type id: 7") as error:
         kcodec.validate(bytes(raw), next_offset=0, now=NOW)
     assert (error.value.error_code, error.value.position) == (-1, at)
+
+
+def resealed(data: bytes | bytearray) -> bytes:
+    out = bytearray(data)
+    out[8:12] = (len(out) - 12).to_bytes(4, "big")
+    out[17:21] = kcodec.crc32c(bytes(out[21:])).to_bytes(4, "big")
+    return bytes(out)
+
+
+def test_a_rebuild_meets_kafkas_builder_checks() -> None:
+    """What MemoryRecordsBuilder refuses is UNKNOWN_SERVER_ERROR, after the batch checks."""
+    raw = bytearray(produce(2, ts=0, keys=False))
+    second = raw.rindex(b"v1") - 4           # its timestampDelta (length, attrs, ts, offset, key)
+    raw[second] = 9                          # zigzag(-5): the record's time is -5
+    data = resealed(raw)
+    assert [r.timestamp for r in next(kcodec.read_batches(data))] == [0, -5]
+    for version in ("0.9.0", "0.10.2"):
+        with pytest.raises(UnknownServerError, match="Invalid negative timestamp -5"):
+            kcodec.validate(data, next_offset=0, now=NOW, config={"message.format.version": version})
+    assert not kcodec.validate(data, next_offset=0, now=NOW).rebuilt   # in place: no builder
+    marker = kcodec.BatchBuilder(compression="gzip", is_control=True, is_transactional=True,
+                                 producer_id=1, producer_epoch=0)
+    marker.append_end_txn_marker(ControlType.ABORT, 0, timestamp=NOW)
+    with pytest.raises(UnknownServerError, match="Invalid negative sequence number"):
+        kcodec.validate(marker.build(), next_offset=0, now=NOW, from_client=False,
+                        config={"compression.type": "lz4"})
+
+
+def test_a_compressed_v2_batch_with_offset_deltas_out_of_order_is_refused_as_kafka() -> None:
+    plain = bytearray(produce(3))
+    second = plain.index(b"k1") - 2          # the second record's offsetDelta: 1 becomes 0
+    plain[second] = 0
+    section = kcodec.codecs.compress("gzip", bytes(plain[61:]))
+    compressed = bytearray(plain[:61]) + section
+    compressed[21:23] = (1).to_bytes(2, "big")     # gzip
+    data = resealed(compressed)
+    assert [r.offset for r in next(kcodec.read_batches(data))] == [0, 0, 2]
+    with pytest.raises(UnknownServerError, match="PartialDefaultRecord"):
+        kcodec.validate(data, next_offset=0, now=NOW)
+    rebuilt = kcodec.validate(data, next_offset=0, now=NOW, config={"compression.type": "lz4"})
+    assert rebuilt.rebuilt and rebuilt.last_offset == 2
+
+
+def test_checks_in_kafkas_order_and_longs() -> None:
+    garbage = bytes(20)
+    with pytest.raises(InvalidRecordError, match="baseOffset"):
+        kcodec.validate(produce(base_offset=5) + garbage, next_offset=0, now=NOW)
+    with pytest.raises(RecordTooLargeError):
+        kcodec.validate(produce() + garbage, next_offset=0, now=NOW,
+                        config={"max.message.bytes": 60})
+    earliest = bytearray(produce(1))
+    earliest[27:35] = (-2**63).to_bytes(8, "big", signed=True)   # base timestamp Long.MIN_VALUE
+    result = kcodec.validate(resealed(earliest), next_offset=0, now=NOW,
+                             config={"message.timestamp.before.max.ms": "3600000"})
+    assert (result.max_timestamp, result.shallow_offset_of_max_timestamp) == (-1, -1)
+
+
+def test_max_timestamps_as_kafkas_paths_report_them() -> None:
+    builder = kcodec.BatchBuilder(compression="gzip")
+    for i in range(3):
+        builder.append(b"v%d" % i, key=b"k", timestamp=-1)
+    untimed = builder.build()
+    result = kcodec.validate(untimed, next_offset=100, now=NOW)
+    assert (result.rebuilt, result.max_timestamp, result.shallow_offset_of_max_timestamp) == (
+        False, -1, 102)
+    result = kcodec.validate(produce(3), next_offset=100, now=NOW,
+                             config={"message.format.version": "0.9.0",
+                                     "message.timestamp.type": "LogAppendTime"})
+    assert (result.rebuilt, result.max_timestamp, result.shallow_offset_of_max_timestamp) == (
+        True, NOW, 100)
+    stamped = produce(3, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=NOW - 1000)
+    result = kcodec.validate(stamped, next_offset=100, now=NOW)
+    assert (result.rebuilt, result.max_timestamp, result.shallow_offset_of_max_timestamp) == (
+        False, NOW - 1000, 102)
