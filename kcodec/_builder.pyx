@@ -548,9 +548,13 @@ cdef class BatchBuilder:
         return self._buf.data + self._len
 
     cdef ScratchBuffer _compress_records(self, Py_ssize_t start):
-        """The records from byte ``start`` of the buffer compressed. The compressor (a
-        plugin's, perhaps) sees them through a view that stays valid if it keeps it: the
-        buffer then becomes that view's, and the builder goes on in a copy."""
+        """The records from byte ``start`` of the buffer compressed. A plugin sees them
+        through a view that stays valid if it keeps it: the buffer then becomes that
+        view's, and the builder goes on in a copy (kcodec's own compressors keep no view,
+        and get a plain one)."""
+        if not self._plugin_prefix:   # not codec 5
+            return self._compress_view(PyMemoryView_FromMemory(
+                <char *>self._buf.data + start, self._len - start, PyBUF_READ))
         cdef LentMemory lent = lend_memory(self._buf.data)
         cdef Scratch copy
         try:
