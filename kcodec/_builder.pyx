@@ -245,6 +245,7 @@ cdef class BatchBuilder:
     cdef Scratch _buf              # the batch under construction, header space first
     cdef Py_ssize_t _len
     cdef object _built
+    cdef bint _compressing          # while build() has the records' compressor running
     cdef int _attributes
     cdef int64_t _base_offset
     cdef int64_t _last_offset
@@ -442,6 +443,8 @@ cdef class BatchBuilder:
                                _Span *hk, _Span *hv, Py_ssize_t n_headers) except? -2:
         if self._built is not None:
             raise ValueError("the batch was already built")
+        if self._compressing:
+            raise ValueError("the batch is being compressed")
         cdef int64_t ts = _now_ms() if timestamp is None else timestamp
         if ts < 0 and ts != -1:
             raise ValueError(f"Invalid negative timestamp {ts}")
@@ -569,14 +572,22 @@ cdef class BatchBuilder:
                 self._buf = copy
 
     cdef ScratchBuffer _compress_view(self, object records):
+        """``records`` compressed; the compressor (a plugin's, perhaps) may not append to
+        or build this batch meanwhile (its buffer is lent out)."""
         cdef ScratchBuffer compressed = ScratchBuffer(len(records) // 2 + 64)
-        self._compress(records, compressed)
+        self._compressing = True
+        try:
+            self._compress(records, compressed)
+        finally:
+            self._compressing = False
         return compressed
 
     def build(self):
         """The batch's bytes (``b""`` when nothing was appended, as Java). Appending ends here."""
         if self._built is not None:
             return self._built
+        if self._compressing:
+            raise ValueError("the batch is being compressed")
         if self._count == 0:
             self._built = b""
             return self._built

@@ -85,10 +85,14 @@ def _choice(props: Mapping[str, Any], key: str, allowed: tuple[str, ...], defaul
 
 
 def _cleanup_policies(props: Mapping[str, Any]) -> set[str]:
-    """``cleanup.policy``, a list (or a comma-separated string) of compact and delete."""
+    """``cleanup.policy``, a list of compact and delete: a list, or a string split at its
+    commas as ConfigDef splits a LIST (``"compact,"`` holds an empty item, refused)."""
     value = props.get("cleanup.policy", "delete")
-    items = value.split(",") if isinstance(value, str) else list(value)
-    policies = {str(item).strip() for item in items if str(item).strip()}
+    if isinstance(value, str):
+        items = re.split(r"\s*,\s*", value.strip()) if value.strip() else []
+    else:
+        items = [str(item) for item in value]
+    policies = set(items)
     if not policies <= {"compact", "delete"}:
         raise ValueError(f"cleanup.policy={value!r}: expected compact, delete or both")
     return policies
@@ -158,7 +162,7 @@ class TopicConfig:
                                       0, INT32_MAX),
             segment_bytes=_number(props, "segment.bytes", DEFAULT_SEGMENT_BYTES, 14, INT32_MAX),
             compact="compact" in _cleanup_policies(props),
-            magic=message_format_magic(str(props.get("message.format.version", "3.0"))),
+            magic=message_format_magic(str(props.get("message.format.version", "3.0")).strip()),
         )
 
     def target_codec(self, source: Compression) -> Compression:

@@ -63,7 +63,8 @@ def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, 
     ``config`` is the topic's settings (a :class:`TopicConfig` or Kafka's property names);
     ``now`` the broker's clock in ms (default: now); ``produce_version`` enables the checks
     of Produce v3+ requests (one v2 batch, zstd only from v7); ``from_client=False`` skips
-    the checks Kafka applies to clients only (as for replication or the coordinator).
+    the checks Kafka applies to clients only, as for a coordinator's writes (a follower's
+    appends, which keep the leader's offsets, are not validated this way).
     """
     if isinstance(config, TopicConfig):
         topic = config
@@ -112,7 +113,8 @@ def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, 
         in_place = source == target and first.magic == topic.magic and topic.magic != 0
         if source == Compression.NONE and first.is_control:
             in_place = True   # control records are not compressed unless written so
-        keys_skipped = in_place and first.magic >= 2
+        # (Kafka reads a compressed v2 batch it appends in place without its keys)
+        keys_skipped = in_place and first.magic >= 2 and source != Compression.NONE
         if first.magic > 0 and topic.magic > 0 and any(r.offset != i
                                                        for i, r in enumerate(records)):
             in_place = False   # inner offsets not 0, 1, 2...: rebuilt, as for old clients
@@ -243,6 +245,7 @@ def _check_records(entry: Entry, records: Sequence[Record], topic: TopicConfig,
 
 
 def _int64(value: int) -> int:
+    """``value`` wrapped to a Java long."""
     return (value + 2**63) % 2**64 - 2**63
 
 

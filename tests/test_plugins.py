@@ -336,10 +336,22 @@ class Keeper:
 
     def decompress_into(self, data: memoryview, sink: plugins.Sink) -> None:
         first = sink.window(16)
-        sink.window(1 << 20)           # grows (moves) the sink's buffer
+        sink.window(64 << 20)          # grows (moves) the sink's buffer
         first[:] = b"A" * 16
         self.windows.append(first)
         sink.write(data)
+
+
+def test_a_plugin_cannot_append_to_the_batch_it_compresses(registered: list[str]) -> None:
+    class Meddler(Reverse):
+        def compress(self, data: memoryview, level: int | None) -> bytes:
+            builder.append(b"x" * 100_000)   # would move the buffer under ``data``
+            return super().compress(data, level)
+    register(registered, "meddler", Meddler())
+    builder = kcodec.BatchBuilder(compression="pluggable", plugin="meddler")
+    builder.append(b"value", timestamp=1700000000000)
+    with pytest.raises(CompressionError, match="being compressed"):
+        builder.build()
 
 
 def test_views_a_plugin_keeps_stay_valid(registered: list[str]) -> None:
@@ -353,8 +365,11 @@ def test_views_a_plugin_keeps_stay_valid(registered: list[str]) -> None:
     for i in range(200):
         builder.append(b"v%d" % i * 500, key=b"k", timestamp=1700000000000)
     data = builder.build()
-    for _ in range(20):   # the pool's buffers go on to other batches
-        kcodec.BatchBuilder(compression="pluggable", plugin="keeper").append(b"x" * 100_000)
+    other = kcodec.BatchBuilder(compression="lz4")   # decompressed into a pooled buffer of
+    for i in range(200):                            # the size the builder's was
+        other.append(b"w%d" % i * 500, key=b"k", timestamp=1700000000000)
+    for _ in range(3):
+        next(kcodec.read_batches(other.build())).records()
     assert keeper.inputs[0].tobytes() == plain[62:]   # the records section, as lent
     expected = [r.value for r in next(kcodec.read_batches(plain)).records()]
     for _ in range(3):

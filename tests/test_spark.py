@@ -391,6 +391,12 @@ def test_a_segment_named_alone_is_read_as_its_partition_reads(tmp_path: Path) ->
     assert not part.final
     with pytest.raises(CorruptRecordError, match="before the end of the partition"):
         plan_and_read([first])
+    # a later segment named alone: the damage before it ends the partition first
+    later = sorted(partition.glob("*.log"))[1]
+    assert plan_and_read([later], "DROPMALFORMED") == ([], [])
+    with pytest.raises(CorruptRecordError, match="ends in damage here") as caught:
+        plan_and_read([later])
+    assert caught.value.__notes__ == [f"in {first}"]
 
 
 def test_column_functions_round_trip(spark: Any, tmp_path: Path) -> None:

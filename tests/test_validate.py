@@ -363,6 +363,10 @@ def test_topic_settings_as_kafka_reads_them() -> None:
     assert TopicConfig.from_properties({"cleanup.policy": ("delete", "compact")}).compact
     assert not TopicConfig.from_properties({"cleanup.policy": "delete"}).compact
     assert TopicConfig.from_properties({"max.message.bytes": " 2000 "}).max_message_bytes == 2000
+    assert TopicConfig.from_properties({"message.format.version": " 0.10.2 "}).magic == 1
+    assert not TopicConfig.from_properties({"cleanup.policy": ""}).compact
+    with pytest.raises(ValueError):   # an empty item, as ConfigDef splits a list
+        TopicConfig.from_properties({"cleanup.policy": "compact,"})
     for version, magic in (("0.8.2.1", 0), ("0.9.0", 0), ("0.10.0-IV1", 1), ("0.10.2", 1),
                            ("0.11.0", 2), ("2.8-IV1", 2), ("2.8.1", 2), ("3.9", 2)):
         assert message_format_magic(version) == magic
@@ -439,6 +443,12 @@ def test_a_rebuild_meets_kafkas_builder_checks() -> None:
     with pytest.raises(UnknownServerError, match="Invalid negative sequence number"):
         kcodec.validate(marker.build(), next_offset=0, now=NOW, from_client=False,
                         config={"compression.type": "lz4"})
+    # an uncompressed control batch without a producer is rebuilt in the topic's codec
+    plain_marker = kcodec.BatchBuilder(is_control=True, base_offset=7)
+    plain_marker.append_control_record(b"\0\0\0\2", b"\0\0", timestamp=NOW)
+    control = kcodec.validate(plain_marker.build(), next_offset=100, now=NOW, from_client=False,
+                              config={"compression.type": "gzip"})
+    assert control.rebuilt and control.first_offset == 100
 
 
 def test_a_compressed_v2_batch_with_offset_deltas_out_of_order_is_refused_as_kafka() -> None:

@@ -22,7 +22,7 @@ from kcodec._batch import read_entries_for_columns
 from kcodec._groups import entry_records
 from kcodec._legacy import LegacyBatch
 from kcodec.columnar import decode_arrow, iter_arrow
-from kcodec.errors import CorruptRecordError, KcodecError
+from kcodec.errors import CorruptRecordError, KcodecError, naming
 from kcodec.segments import (
     SEGMENT_NAME,
     AbortedTransaction,
@@ -150,7 +150,8 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
     """The input partitions for ``paths``, pruned by the offset range: the options' own,
     narrowed to the offsets the timestamps name and, for read_committed, to the last
     stable offset; in DROPMALFORMED and PERMISSIVE modes none past a batch that cannot be
-    framed (which ends its partition)."""
+    framed (which ends its partition); in FAILFAST, a segment named alone past such damage
+    raises its error."""
     slices: list[SegmentSlice] = []
     for root in paths:
         for directory, named in _segments_under(root):
@@ -161,7 +162,10 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
             if offsets is None:
                 continue   # no record at or after startingTimestamp
             aborted = tuple(aborted_transactions(directory)) if options.read_committed else ()
-            damage = _first_damage(logs) if options.mode != "FAILFAST" else None
+            alone = logs is not named   # a segment named alone, read as its partition reads
+            damage = _first_damage(logs) if options.mode != "FAILFAST" or alone else None
+            if damage is not None and options.mode == "FAILFAST":
+                _fail_if_damaged_before(logs, named[0], damage)
             bases = [base_offset_of(p) for p in logs]
             for i, log in enumerate(logs):
                 if log not in named:
@@ -179,6 +183,18 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
                     slices.append(SegmentSlice(str(log), topic, partition, start, end,
                                                aborted, offsets, final))
     return slices
+
+
+def _fail_if_damaged_before(logs: Sequence[Path], named: Path,
+                            damage: tuple[int, int]) -> None:
+    """FAILFAST for a segment named alone that its partition's first damage, in an earlier
+    segment, ends the partition before: the error names the damaged segment and byte."""
+    damaged, position = damage
+    if damaged < logs.index(named):
+        with naming(logs[damaged]):
+            raise CorruptRecordError(
+                f"the partition ends in damage here, before {named.name}: the bytes from "
+                f"here on do not frame whole batches", position=position)
 
 
 def _whole_partition(directory: Path, named: list[Path]) -> list[Path]:
