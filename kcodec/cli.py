@@ -138,7 +138,7 @@ def _log_files(paths: Sequence[str], suffixes: tuple[str, ...] = (".log",)) -> l
     for name in paths:
         p = Path(name)
         if p.is_dir():
-            files += sorted(f for f in p.rglob("*") if f.suffix in suffixes and f.is_file())
+            files += sorted(f for suffix in suffixes for f in p.rglob(f"*{suffix}"))
         else:
             files.append(p)
     return files

@@ -182,6 +182,14 @@ def vectors() -> dict[str, bytes]:
     return VECTORS
 
 
+def resealed(data: bytes | bytearray) -> bytes:
+    """A v2 or magic-3 batch with its length and CRC made right again after an edit."""
+    out = bytearray(data)
+    out[8:12] = (len(out) - 12).to_bytes(4, "big")
+    out[17:21] = kcodec.crc32c(bytes(out[21:])).to_bytes(4, "big")
+    return bytes(out)
+
+
 def real_segments() -> list[Path]:
     """Every .log file under shared/testdata/kafka-segments (none without shared/)."""
     return sorted((SHARED / "testdata" / "kafka-segments").glob("*/*/*.log"))

@@ -17,7 +17,7 @@ from kcodec.codecs import decompress_prefix
 from kcodec.errors import CorruptRecordError, InvalidRecordError, KcodecError
 from kcodec.kip931 import measure, scan
 
-from .conftest import VECTORS, real_segments
+from .conftest import VECTORS, real_segments, resealed
 
 NOW = 1_700_000_000_000
 
@@ -370,14 +370,6 @@ def test_scans_agree_with_the_records() -> None:
     struct.pack_into(">i", two, 8, len(two) - 12)
     struct.pack_into(">I", two, 17, kcodec.crc32c(bytes(two[21:])))
     assert scan(only_batch(bytes(two))) == scan(batch)
-
-
-def resealed(data: bytes | bytearray) -> bytes:
-    """The batch with its length and CRC made right again after an edit."""
-    out = bytearray(data)
-    struct.pack_into(">i", out, 8, len(out) - 12)
-    struct.pack_into(">I", out, 17, kcodec.crc32c(bytes(out[21:])))
-    return bytes(out)
 
 
 def three_ways(data: bytes, batch: kcodec.RecordBatch, **options: Any) -> list[KcodecError]:

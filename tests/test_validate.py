@@ -19,6 +19,8 @@ from kcodec.errors import (
     UnsupportedForMessageFormatError,
 )
 
+from .conftest import resealed
+
 NOW = 1700000000000
 
 
@@ -417,13 +419,6 @@ def test_a_codec_id_kafka_does_not_define_is_an_unknown_server_error(magic: int)
     with pytest.raises(UnknownServerError, match="Unknown compression type id: 7") as error:
         kcodec.validate(bytes(raw), next_offset=0, now=NOW)
     assert (error.value.error_code, error.value.position) == (-1, at)
-
-
-def resealed(data: bytes | bytearray) -> bytes:
-    out = bytearray(data)
-    out[8:12] = (len(out) - 12).to_bytes(4, "big")
-    out[17:21] = kcodec.crc32c(bytes(out[21:])).to_bytes(4, "big")
-    return bytes(out)
 
 
 def test_a_rebuild_meets_kafkas_builder_checks() -> None:

@@ -203,7 +203,7 @@ def _whole_partition(directory: Path, named: list[Path]) -> list[Path]:
     first damage, a partial batch ending it only if it ends the partition."""
     if len(named) != 1 or not SEGMENT_NAME.match(named[0].name):
         return named
-    siblings = sorted(p for p in directory.glob("*.log") if SEGMENT_NAME.match(p.name))
+    siblings = dict(segment_files(directory)).get(directory, named)
     return siblings if named[0] in siblings else named
 
 
