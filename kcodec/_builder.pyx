@@ -10,6 +10,7 @@ cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport INT32_MAX, INT64_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -398,23 +399,41 @@ cdef class BatchBuilder:
         cdef _Span hv_stack[HEADERS_ON_STACK]
         cdef _Span *hk = hk_stack
         cdef _Span *hv = hv_stack
+        # The spans point into the headers' keys and values: each pair is held, as a tuple,
+        # until the record is written (a Sequence may make its pairs as they are asked for
+        # and drop them after; a list may change while Python code runs)
+        cdef PyObject *held_stack[HEADERS_ON_STACK]
+        cdef PyObject **held = held_stack
+        cdef Py_ssize_t n_held = 0
         cdef Py_ssize_t n_headers = len(headers)
         cdef Py_ssize_t i
         if n_headers > HEADERS_ON_STACK:
             hk = <_Span *>PyMem_Malloc(2 * n_headers * sizeof(_Span))
-            if hk == NULL:
+            held = <PyObject **>PyMem_Malloc(n_headers * sizeof(PyObject *))
+            if hk == NULL or held == NULL:
+                PyMem_Free(hk)
+                PyMem_Free(held)
                 raise MemoryError()
             hv = hk + n_headers
         try:
             for i in range(n_headers):
-                header_key, header_value = headers[i]
+                pair = headers[i]
+                if type(pair) is not tuple:
+                    pair = tuple(pair)
+                Py_INCREF(pair)
+                held[n_held] = <PyObject *>pair
+                n_held += 1
+                header_key, header_value = <tuple>pair
                 hk[i] = borrowed.header_key(header_key)
                 hv[i] = borrowed.span(header_value)
             return self._write_record(timestamp, offset, borrowed.span(key),
                                       borrowed.span(value), hk, hv, n_headers)
         finally:
+            for i in range(n_held):
+                Py_DECREF(<object>held[i])
             if hk != hk_stack:
                 PyMem_Free(hk)
+                PyMem_Free(held)
 
     def append_end_txn_marker(self, control_type, int32_t coordinator_epoch, timestamp=None):
         """Append a COMMIT or ABORT marker (the batch must be ``is_control``); returns its offset."""

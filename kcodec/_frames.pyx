@@ -145,13 +145,16 @@ cdef int zstd_with_hook(object reader, Py_ssize_t limit, ScratchBuffer sink,
     hook is done with is safe: the decoder keeps its own history.) A window is the room
     the sink has, up to ZSTD_WINDOW: the sink grows only once full, so one sized for the
     output is not grown past it."""
-    cdef Py_ssize_t got, room
+    cdef Py_ssize_t got, room, allowed
     cdef bint stopped
     while True:
         room = <Py_ssize_t>sink.mem.capacity - sink.length
         if room <= 0 or room > ZSTD_WINDOW:
             room = ZSTD_WINDOW
-        got = reader.readinto(sink.window(min(room, limit - _dropped(hook) - sink.length + 1)))
+        # the room, or up to one byte past the limit, to see it passed (limit + 1 would
+        # overflow when the limit is PY_SSIZE_T_MAX)
+        allowed = limit - _dropped(hook) - sink.length
+        got = reader.readinto(sink.window(room if room <= allowed else allowed + 1))
         if not got:
             return 0
         sink.length += got

@@ -301,10 +301,13 @@ class BuiltinCodec:
     def decompress(self, data: memoryview, max_size: int) -> bytes:
         return self._codecs.decompress(self.codec, data, max_size=max_size)
 
+    # (kcodec's codecs work on the sink's memory itself: the windows lent out let go first)
     def compress_into(self, data: memoryview, level: int | None, sink: Sink) -> None:
+        sink._buffer.let_go()
         self._codecs.compress_builtin_into(self.codec, data, level, sink._buffer)
 
     def decompress_into(self, data: memoryview, sink: Sink) -> None:
+        sink._buffer.let_go()
         self._codecs.decompress_builtin_into(self.codec, data, sink.limit, sink._buffer)
 
 

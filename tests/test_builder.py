@@ -108,6 +108,25 @@ def test_many_headers_and_unicode_keys() -> None:
     assert record.headers == headers
 
 
+def test_headers_made_as_they_are_asked_for() -> None:
+    """A Sequence of headers may make each pair (and its key and value) when indexed and
+    drop it after: the builder holds them until the record is written (it had copied
+    freed memory, writing other headers' bytes under a valid CRC)."""
+    class Made:
+        def __len__(self) -> int:
+            return 6
+
+        def __getitem__(self, i: int) -> list[Any]:
+            if not 0 <= i < 6:
+                raise IndexError(i)
+            return ["".join(["key-", str(i)]), bytearray(b"value-%d" % i) if i % 2 else b"v%d" % i]
+    builder = kcodec.BatchBuilder()
+    builder.append(b"v", timestamp=TS, headers=Made())  # type: ignore[arg-type]
+    (record,) = only_batch(builder.build())
+    assert record.headers == [(f"key-{i}", b"value-%d" % i if i % 2 else b"v%d" % i)
+                              for i in range(6)]
+
+
 def test_argument_errors() -> None:
     builder = kcodec.BatchBuilder()
     with pytest.raises(TypeError):

@@ -575,3 +575,19 @@ def test_raw_snappy_batches(layout: str) -> None:
         _decode(bytes(raw), layout)
     with pytest.raises(type(caught.value)):
         [r for b in kcodec.read_batches(bytes(raw)) for r in b]
+
+
+def test_a_large_zstd_batch_without_a_limit() -> None:
+    """max_decompressed_size=sys.maxsize (no bound): a zstd batch of more than 4 MiB of
+    records, read a window at a time, decodes (the window's size had overflowed, asking
+    for 2**63 bytes)."""
+    import random
+    import sys
+    noise = random.Random(5)
+    builder = kcodec.BatchBuilder(compression="zstd")
+    for i in range(600):
+        builder.append(noise.randbytes(16) * 600, key=b"k%d" % i, timestamp=TS)
+    data = builder.build()
+    assert kcodec.decode_columns(data, max_decompressed_size=sys.maxsize)["count"] == 600
+    assert kcodec.decode_columns(data, max_decompressed_size=sys.maxsize,
+                                 threads=2)["count"] == 600

@@ -382,6 +382,33 @@ def test_views_a_plugin_keeps_stay_valid(registered: list[str]) -> None:
         memoryview(keeper.windows[0].obj)
 
 
+def test_a_window_kept_while_a_builtin_codec_fills_the_sink(registered: list[str]) -> None:
+    """kcodec's own codecs, given a plugin's sink, work on its memory directly: a window the
+    plugin kept stays valid (the sink had been moved by realloc under it)."""
+    kept: list[memoryview] = []
+
+    class Wrapping:
+        def __init__(self, codec: str) -> None:
+            self.codec = plugins.BuiltinCodec(codec)
+
+        def compress(self, data: memoryview, level: int | None) -> bytes:
+            return self.codec.compress(data, level)
+
+        def decompress(self, data: memoryview, max_size: int) -> bytes:
+            raise AssertionError("decompress_into is used")
+
+        def decompress_into(self, data: memoryview, sink: plugins.Sink) -> None:
+            kept.append(sink.window(4))
+            self.codec.decompress_into(data, sink)
+    payload = bytes(200_000)
+    for codec in ("gzip", "zstd", "lz4", "snappy"):
+        register(registered, f"wrapping-{codec}", Wrapping(codec))
+        packed = kcodec.compress("pluggable", payload, plugin=f"wrapping-{codec}")
+        assert kcodec.decompress("pluggable", packed, plugin=f"wrapping-{codec}") == payload
+        kept[-1][:] = b"ABCD"   # reaches nothing in use
+        assert bytes(kept[-1]) == b"ABCD"
+
+
 def test_registry_api(registered: list[str]) -> None:
     register(registered, "reverse", Reverse())
     assert "reverse" in plugins.names() and isinstance(plugins.get("reverse"), Reverse)
