@@ -541,3 +541,20 @@ def test_demo_writes_a_report(tmp_path: Path) -> None:
     assert "![ratio against compression speed](compression.png)" in report
     assert (tmp_path / "report" / "compression.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     shutil.rmtree(tmp_path / "report")
+
+
+def test_headers_below_magic_2_are_refused_not_dropped() -> None:
+    """build_batches and write_log, magic 0 or 1: a record with headers fails the build,
+    as Kafka's builder refuses it (they had been dropped without a word)."""
+    pa = pytest.importorskip("pyarrow")
+    from kcodec.spark.functions import _records_to_batches
+    table = pa.table({"value": [b"a", b"b"],
+                      "headers": [[{"key": "trace", "value": b"abc"}], []]},
+                     schema=pa.schema([("value", pa.binary()), ("headers", pa.list_(
+                         pa.struct([("key", pa.string()), ("value", pa.binary())])))]))
+    for magic in (0, 1):
+        with pytest.raises(ValueError, match="cannot hold headers"):
+            list(_records_to_batches(table, "none", None, magic, 10, None))
+        assert len(list(_records_to_batches(table.slice(1), "none", None, magic, 10, None))) == 1
+    ((_, _, _, count, data),) = _records_to_batches(table, "none", None, 2, 10, None)
+    assert [r.headers for r in next(kcodec.read_batches(data))] == [[("trace", b"abc")], []]

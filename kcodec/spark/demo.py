@@ -88,7 +88,10 @@ def run(output: str | None, records: int, batch_records: int, cores: int) -> int
                   f"{row['last_offset']}")
 
         print("\nCompression study over the uncompressed partition, on Spark:")
-        plain = frame.where(F.col("partition") == 0).repartition(cores)
+        # in offset order within each task, so that the study's batches are the
+        # producer's (a plain repartition sorts each task's rows by their bytes)
+        plain = (frame.where(F.col("partition") == 0).repartitionByRange(cores, "offset")
+                 .sortWithinPartitions("offset"))
         rows = [r.asDict() for r in compression_study(plain).collect()]
         table = markdown_table(rows)
         print(table)

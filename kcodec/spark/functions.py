@@ -38,8 +38,9 @@ def explode_batches(frame: Any, column: str = "batch", *, topic: str | None = No
             try:
                 decoded = list(decode(whole_entries(rows)))
             except KcodecError:
-                # row by row, so that the error names the bad row and its own position
-                # (or, past the decompression limit of one call, each row within it)
+                # row by row, so that an error's byte position is within the bad row,
+                # not the rows joined (or, past the decompression limit of one call, each
+                # row is read within it)
                 for data in rows:
                     yield from decode(data)
                 continue
@@ -99,9 +100,9 @@ def _records_to_batches(table: Any, codec: str, level: int | None, magic: int,
         builder = kcodec.BatchBuilder(magic=magic, compression=codec, level=level,
                                       plugin=plugin, base_offset=base)
         for row, stamp in zip(chunk, stamps[start:start + batch_records]):
+            # (headers below magic 2 are refused, as Kafka's builder refuses them)
             builder.append(row.get("value"), key=row.get("key"), timestamp=stamp,
-                           headers=[(h["key"], h["value"]) for h in row.get("headers") or ()]
-                           if magic >= 2 else (),
+                           headers=[(h["key"], h["value"]) for h in row.get("headers") or ()],
                            offset=row.get("offset"))
         next_offset = builder.next_offset
         yield (chunk[0].get("topic"), chunk[0].get("partition"), base, len(chunk),
@@ -111,8 +112,9 @@ def _records_to_batches(table: Any, codec: str, level: int | None, magic: int,
 def build_batches(frame: Any, codec: str = "none", *, level: int | None = None,
                   magic: int = 2, batch_records: int = 1000, plugin: str | None = None) -> Any:
     """Batches of at most ``batch_records`` records per topic-partition. ``frame`` has
-    ``value`` and optionally ``key``, ``timestamp``, ``headers``, ``offset`` (kept when
-    present, else numbered from 0), ``topic`` and ``partition``. ``codec="pluggable"``
+    ``value`` and optionally ``key``, ``timestamp``, ``headers`` (magic 2 only: a record
+    with headers fails a magic 0 or 1 build, as in Kafka), ``offset`` (kept when present,
+    else numbered from 0), ``topic`` and ``partition``. ``codec="pluggable"``
     with ``plugin`` compresses with a plugin (shipped to the executors from the driver)."""
     import pyarrow as pa
     shipped = ship_plugins([plugin])

@@ -84,7 +84,10 @@ def compression_study(records: Any, configs: Sequence[tuple[str, int | None]] | 
     """Study a DataFrame with ``key``, ``value`` (binary) and ``timestamp`` columns (as the
     ``kafka-log`` source gives). Returns one row per configuration: codec, level,
     batch_records, stored and raw bytes, ``ratio`` and compress/decompress MB/s (of raw
-    bytes, per core). ``configs``: (codec, level) pairs, by default :func:`default_configs`."""
+    bytes, per core). ``configs``: (codec, level) pairs, by default :func:`default_configs`.
+    Each task batches its records in the order it holds them: to measure batches as a
+    producer made them, give the records in offset order (e.g. ``repartitionByRange`` on
+    the offset, then ``sortWithinPartitions``)."""
     from pyspark.sql import functions as F
     configs = default_configs() if configs is None else list(configs)
     batch_records = list(batch_records)
