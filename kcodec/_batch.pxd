@@ -99,6 +99,9 @@ cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t m
                               unsigned frame_codecs)
 
 
+cdef int first_key_is_abort(RecordBatch batch) except -1
+
+
 cdef inline int64_t add64(int64_t a, int64_t b) noexcept nogil:
     """a + b, wrapping as Java's long arithmetic does."""
     return <int64_t>(<uint64_t>a + <uint64_t>b)

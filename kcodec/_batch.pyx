@@ -160,15 +160,39 @@ cdef list _headers(kc_record *r, bint strict):
     return headers
 
 
+cdef int16_t _control_type_id(const uint8_t *key, Py_ssize_t size,
+                              Py_ssize_t position) except? -1:
+    """ControlRecordType.parse: a control record key's type id."""
+    if key == NULL or size < 4:
+        raise InvalidRecordError("control record key must hold at least 4 bytes", position=position)
+    if <int16_t>kc_get_be16(key) < 0:
+        raise InvalidRecordError("invalid control record key version", position=position)
+    return <int16_t>kc_get_be16(key + 2)
+
+
+cdef int first_key_is_abort(RecordBatch batch) except -1:
+    """Whether a control batch's first record's key is ABORT's, read as Java's consumer
+    reads it (CompletedFetch.containsAbortMarker): that key alone, the records after it
+    and its value not looked at; 0 for a batch without records."""
+    cdef RecordIterator it = batch._iterator()
+    if it._remaining <= 0:
+        return 0
+    cdef kc_record r
+    cdef const uint8_t *at = it._p
+    cdef kc_status status = kc_scan_record(&it._p, it._end, batch._record_attributes,
+                                           batch._strict, &r)
+    if status != KC_OK:
+        raise _status_error(status, it._position(at), it._decompressed)
+    return _control_type_id(r.key, r.key_len, it._position(at)) == 0   # ABORT's type id
+
+
 cdef int _decode_control(Record rec, Py_ssize_t position) except -1:
     # ControlRecordType.parse and EndTransactionMarker.deserializeValue.
     cdef bytes key = rec.key
-    if key is None or len(key) < 4:
-        raise InvalidRecordError("control record key must hold at least 4 bytes", position=position)
-    cdef const uint8_t *k = <const uint8_t *><const char *>key
-    if <int16_t>kc_get_be16(k) < 0:
-        raise InvalidRecordError("invalid control record key version", position=position)
-    control_type = _CONTROL_TYPES.get(<int16_t>kc_get_be16(k + 2), _UNKNOWN_CONTROL)
+    cdef int16_t type_id = _control_type_id(
+        NULL if key is None else <const uint8_t *><const char *>key,
+        0 if key is None else len(key), position)
+    control_type = _CONTROL_TYPES.get(type_id, _UNKNOWN_CONTROL)
     rec.control_type = control_type
     if control_type is not _ABORT and control_type is not _COMMIT:
         return 0

@@ -4,12 +4,12 @@ each batch's fields read as C fields: over a log of small batches, looking them 
 Python attributes cost more than decoding the records."""
 from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t
 
-from kcodec._batch cimport BatchRun, PlainBatch, RecordBatch, last_offset_of, outside_ranges
+from kcodec._batch cimport (BatchRun, PlainBatch, RecordBatch, first_key_is_abort,
+                            last_offset_of, outside_ranges)
 from kcodec._layout cimport ATTR_CODEC, ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL
 from kcodec._legacy cimport LegacyMessage, LegacyRun, shallow_message
 
 from kcodec._legacy import LegacyBatch
-from kcodec.constants import ControlType
 
 
 cdef bint _any_in_range(BatchRun run, int64_t lo, int64_t hi, int64_t earliest,
@@ -76,16 +76,18 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
                 next_pending += 1
             # a consumer receives control and aborted batches, and checks them too
             if batch.attributes & ATTR_CONTROL:
-                ends_aborted = read_committed and batch.producer_id in aborted_producers
-                if validate_crc and (ends_aborted or not outside):
+                # read_committed, Java's consumer reads the first key of every control
+                # batch of a producer it fetches: an ABORT there ends the producer's
+                # transaction (outside the ranges, one that may end an aborted one is read)
+                marks_end = read_committed and batch.producer_id >= 0 and (
+                    not outside or batch.producer_id in aborted_producers)
+                if validate_crc and (marks_end or not outside):
                     batch.ensure_valid()   # (one short record: checked again if decoded)
-                if (include_control and not outside) or ends_aborted:
-                    markers = batch.records()   # checked as the row reader checks them
-                    if ends_aborted and any(r.control_type is ControlType.ABORT
-                                            for r in markers):
-                        aborted_producers.discard(batch.producer_id)
+                if marks_end and first_key_is_abort(batch):
+                    aborted_producers.discard(batch.producer_id)
                 if outside or not include_control:
                     continue
+                batch.records()   # control records returned are checked as the row reader's
             elif (read_committed and batch.attributes & ATTR_TRANSACTIONAL
                   and batch.producer_id in aborted_producers):
                 if validate_crc:

@@ -139,8 +139,10 @@ def select_batches(entries: Iterable[Framed], *, include_control: bool = False,
     """The batches a consumer would read records from, as Kafka's fetcher picks them.
 
     ``aborted_transactions`` is a fetch response's list of ``(producer_id, first_offset)``:
-    given it, transactional batches of aborted transactions are skipped (read_committed).
-    Batches wholly outside ``offsets`` ([lo, hi)) or ``timestamps`` are skipped too.
+    given it, transactional batches of aborted transactions are skipped (read_committed),
+    a transaction ending at a control batch of its producer whose first record's key is
+    ABORT's, read as Java's consumer reads it (that key alone; InvalidRecordError for one
+    under 4 bytes or of a negative version). Batches wholly outside ``offsets`` ([lo, hi)) or ``timestamps`` are skipped too.
     ``validate_crc`` checks the CRC of every control batch and of every aborted batch
     skipped, which a consumer receives and checks too (for entries framed without CRC
     checks, whose selected batches are checked when decoded). A LegacyRun (a stretch of

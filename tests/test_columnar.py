@@ -246,6 +246,43 @@ def test_batches_left_out_are_checked_as_a_consumer_checks_them() -> None:
     assert kcodec.decode_columns(bytes(bad_marker))["count"] == 5
 
 
+def test_an_abort_marker_is_the_first_key_of_a_control_batch_as_java_reads_it() -> None:
+    """Java's consumer, read_committed, reads the first record's key of every control batch
+    of a producer it fetches (CompletedFetch.containsAbortMarker): an ABORT there ends the
+    producer's aborted transaction, an ABORT after a COMMIT does not; the keys after the
+    first are not read; a first key Kafka cannot parse fails whether or not its producer
+    was aborted. read_uncommitted reads no control key."""
+    def control(pid: int, base: int, *keys: bytes) -> bytes:
+        builder = kcodec.BatchBuilder(base_offset=base, producer_id=pid, producer_epoch=0,
+                                      is_transactional=True, is_control=True)
+        for key in keys:
+            builder.append_control_record(key, b"\x00\x00\x00\x00\x00\x00", timestamp=TS)
+        return builder.build()
+    abort, commit, short = b"\x00\x00\x00\x00", b"\x00\x00\x00\x01", b"\x00\x00\x00"
+
+    def offsets(log: bytes, aborted: list[tuple[int, int]] | None) -> list[list[int]]:
+        found = [[b.base_offset for b in kcodec.columnar.select_batches(
+            kcodec.read_batches(log), aborted_transactions=aborted)]]
+        for threads in (1, 2):
+            found.append(kcodec.decode_columns(
+                log, aborted_transactions=aborted, threads=threads)["offset"].tolist())
+            found.append(kcodec.decode_arrow(
+                log, aborted_transactions=aborted, threads=threads).column("offset").to_pylist())
+        return found
+    commit_first = (transactional_batch(1, 0, b"a") + control(1, 1, commit, abort)
+                    + transactional_batch(1, 3, b"b"))
+    assert offsets(commit_first, [(1, 0)]) == [[]] * 5
+    abort_first = (transactional_batch(1, 0, b"a") + control(1, 1, abort, short)
+                   + transactional_batch(1, 3, b"b"))
+    assert offsets(abort_first, [(1, 0)]) == [[3]] * 5
+    unparsable = (transactional_batch(1, 0, b"a") + control(1, 1, short)
+                  + transactional_batch(1, 2, b"b"))
+    for aborted in ([], [(2, 0)], [(1, 0)]):
+        with pytest.raises(kcodec.errors.InvalidRecordError, match="at least 4 bytes"):
+            kcodec.decode_columns(unparsable, aborted_transactions=aborted)
+    assert offsets(unparsable, None) == [[0, 2]] * 5
+
+
 def transactions_log(steps: list[tuple[str, int]]) -> tuple[bytes, list[tuple[int, int]]]:
     """A log of producers' transactional and plain batches, by ``steps`` of (what, pid):
     "data" opens or continues pid's transaction, "plain" is a plain batch, "commit" and
