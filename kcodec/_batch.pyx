@@ -49,6 +49,12 @@ from kcodec.plugins import split_section as _split_plugin_section
 from kcodec.errors import (ChecksumError, CorruptRecordError, InvalidRecordError, KcodecError,
                            RecordTooLargeError, UnsupportedCompressionTypeError)
 
+from kcodec._java_text import ERRORS as _JAVA_ERRORS   # (its import registers the handler)
+
+# malformed UTF-8 in header keys becomes U+FFFD where Java puts it (kcodec._java_text)
+cdef bytes _JAVA_ERRORS_NAME = _JAVA_ERRORS.encode()
+cdef const char *JAVA_ERRORS = _JAVA_ERRORS_NAME
+
 cdef object _CONTROL_TYPES = {int(t): t for t in ControlType}
 cdef object _UNKNOWN_CONTROL = ControlType.UNKNOWN
 cdef object _ABORT = ControlType.ABORT
@@ -154,7 +160,7 @@ cdef list _headers(kc_record *r, bint strict):
         if kc_scan_header(&q, r.end, &h, strict) != KC_OK:
             raise AssertionError("header changed after kc_scan_record checked it")
         headers.append((
-            PyUnicode_DecodeUTF8(<const char *>h.key, h.key_len, "replace"),
+            PyUnicode_DecodeUTF8(<const char *>h.key, h.key_len, JAVA_ERRORS),
             None if h.value == NULL else PyBytes_FromStringAndSize(<const char *>h.value, h.value_len),
         ))
     return headers

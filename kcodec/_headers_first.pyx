@@ -23,6 +23,12 @@ from kcodec._native cimport (KC_ERR_EOF, KC_ERR_HEADER_COUNT, KC_ERR_HEADER_KEY,
 from kcodec.codecs import decompress_prefix
 from kcodec.errors import InvalidRecordError
 
+from kcodec._java_text import ERRORS as _JAVA_ERRORS   # (its import registers the handler)
+
+# malformed UTF-8 in header keys becomes U+FFFD where Java puts it (kcodec._java_text)
+cdef bytes _JAVA_ERRORS_NAME = _JAVA_ERRORS.encode()
+cdef const char *JAVA_ERRORS = _JAVA_ERRORS_NAME
+
 
 @cython.final
 @cython.freelist(256)
@@ -250,7 +256,7 @@ def scan_metadata(region, int32_t count, bint has_attributes, bint strict,
         q = r.headers
         for j in range(r.header_count):
             kc_scan_header(&q, r.end, &h, strict)
-            headers.append((PyUnicode_DecodeUTF8(<const char *>h.key, h.key_len, "replace"),
+            headers.append((PyUnicode_DecodeUTF8(<const char *>h.key, h.key_len, JAVA_ERRORS),
                             None if h.value == NULL
                             else PyBytes_FromStringAndSize(<const char *>h.value, h.value_len)))
         out.append(make_metadata(

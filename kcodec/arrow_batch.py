@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kcodec._bitmaps import pack_bitmaps
+from kcodec._java_text import ERRORS as JAVA_ERRORS
 
 if TYPE_CHECKING:
     import pyarrow
@@ -66,7 +67,7 @@ def _header_keys(pa: Any, keys: Any) -> Any:
     try:
         return keys.cast(pa.large_string() if large else pa.string())
     except pa.ArrowInvalid:
-        return pa.array([k.decode("utf-8", "replace") for k in keys.to_pylist()],
+        return pa.array([k.decode("utf-8", JAVA_ERRORS) for k in keys.to_pylist()],
                         pa.large_string() if large else pa.string())
 
 

@@ -16,12 +16,14 @@ import kcodec
 from kcodec import ControlType
 from kcodec.columnar import INT64_MAX, INT64_MIN
 from kcodec.dump import (
+    DumpFindings,
     batch_json,
     codec_name,
     dump_index_lines,
     dump_log_lines,
     dump_producer_snapshot_lines,
     dump_transaction_index_lines,
+    java_path,
 )
 from kcodec.errors import naming
 
@@ -150,25 +152,32 @@ def dump(args: argparse.Namespace) -> int:
     snapshot is reported and the dump goes on, as kafka-dump-log's does; the command then
     ends with status 1."""
     status = 0
+    findings = DumpFindings()
     for name in _dump_names(args):
         suffix = Path(name).suffix
-        lines = _DUMPERS.get(suffix)
         if suffix == ".snapshot":
             status |= _dump_snapshot(name)
-        elif lines is not None:
-            with naming(name):
-                for line in lines(name):
-                    print(line)
+            continue
+        if suffix in (".index", ".timeindex"):
+            lines = dump_index_lines(name, findings, args.verify_index_only)
+        elif suffix == ".txnindex":
+            lines = dump_transaction_index_lines(name)
         elif suffix not in _RECORD_FILES:
-            print(f"Dumping {name}")
-            print(f"Ignoring unknown file {name}", file=sys.stderr)
+            print(f"Dumping {java_path(name)}")
+            print(f"Ignoring unknown file {java_path(name)}", file=sys.stderr)
+            continue
         elif args.json or args.jsonl:
             _dump_json(Path(name), args)
+            continue
         else:
-            with naming(name):
-                for line in dump_log_lines(name, args.deep_iteration, args.print_data_log,
-                                           args.skip_record_metadata, args.max_bytes):
-                    print(line)
+            lines = dump_log_lines(name, args.deep_iteration, args.print_data_log,
+                                   args.skip_record_metadata, args.max_bytes, findings)
+        with naming(name):
+            for line in lines:
+                print(line)
+    sys.stdout.flush()
+    for line in findings.lines():
+        print(line, file=sys.stderr)
     return status
 
 
@@ -185,8 +194,6 @@ def _dump_names(args: argparse.Namespace) -> list[str]:
 
 
 _RECORD_FILES = (".log", ".checkpoint")   # a segment, a KRaft snapshot: batches, dumped alike
-_DUMPERS = {".index": dump_index_lines, ".timeindex": dump_index_lines,
-            ".txnindex": dump_transaction_index_lines}
 
 
 def _dump_snapshot(path: str) -> int:
@@ -540,6 +547,9 @@ def build_parser() -> argparse.ArgumentParser:
     dump_parser.add_argument("--jsonl", action="store_true", help="one JSON line per batch")
     dump_parser.add_argument("--index-files", action="store_true",
                              help="take the arguments as files even if directories")
+    dump_parser.add_argument("--verify-index-only", action="store_true",
+                             help="check .index and .timeindex entries against their segment "
+                                  "without printing them")
 
     verify_parser = command("verify", verify, "check CRCs, records and indexes")
     verify_parser.add_argument("paths", nargs="+", help="segments, partition or log directories")

@@ -1,27 +1,80 @@
-"""``kafka-dump-log``'s output, line for line (FORMAT.md §9.7), and a JSON form of it."""
+"""``kafka-dump-log``'s output as Kafka 4.1 and 4.2 print it, line for line (FORMAT.md §9.7), and
+a JSON form of it."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kcodec._batch import RecordBatch, read_batches
+from kcodec._java_text import ERRORS as JAVA_ERRORS
 from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
 from kcodec.codecs import decompress
 from kcodec.constants import ControlType, TimestampType
-from kcodec.errors import KcodecError
+from kcodec.errors import CorruptRecordError, KcodecError
 from kcodec.kraft import DUMP_LABELS, kafka_json, read_kraft_control
 from kcodec.producer_snapshot import read_producer_snapshot
-from kcodec.segments import Segment, read_offset_index, read_time_index, read_transaction_index
+from kcodec.segments import Entry, Segment, read_offset_index, read_transaction_index
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _DEFAULT_MAX_BYTES = (1 << 31) - 1   # kafka-dump-log's --max-bytes when not given
+OFFSET_INDEX_ENTRY = struct.Struct(">ii")   # offset relative to the segment's, position
+TIME_INDEX_ENTRY = struct.Struct(">qi")     # timestamp, offset relative to the segment's
 _SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint$")
 TS_NAMES = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime",
             TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType"}
+
+
+@dataclasses.dataclass
+class DumpFindings:
+    """What kafka-dump-log says on stderr once every file is dumped, by file (its absolute
+    path, as Java's File.getAbsolutePath gives it): offset index entries whose offset is not
+    their batch's last offset, time index entries that disagree with their batch, and
+    records whose offset does not follow the one before (a compacted log's gaps)."""
+
+    index_mismatches: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
+    time_mismatches: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
+    time_out_of_order: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
+    time_not_found: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
+    non_consecutive: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
+
+    def lines(self) -> Iterator[str]:
+        """The lines, in the tool's order (its lists of index mismatches and of gaps are
+        built newest first)."""
+        for name, pairs in self.index_mismatches.items():
+            yield f"Mismatches in :{name}"
+            yield from (f"  Index offset: {a}, log offset: {b}" for a, b in reversed(pairs))
+        for name, pairs in self.time_mismatches.items():
+            yield f"Found timestamp mismatch in :{name}"
+            yield from (f"  Index timestamp: {a}, log timestamp: {b}" for a, b in pairs)
+        for name, pairs in self.time_out_of_order.items():
+            yield f"Found out of order timestamp in :{name}"
+            yield from (f"  Index timestamp: {a}, Previously indexed timestamp: {b}"
+                        for a, b in pairs)
+        for pairs in self.time_not_found.values():
+            yield "The following indexed offsets are not found in the log."
+            yield from (f"Indexed offset: {a}, found log offset: {b}" for a, b in pairs)
+        for name, pairs in self.non_consecutive.items():
+            yield f"Non-consecutive offsets in {name}"
+            yield from (f"  {a} is followed by {b}" for a, b in reversed(pairs))
+
+
+def java_path(path: str | Path) -> str:
+    """A path as Java's java.io.File prints it (repeated and trailing slashes dropped)."""
+    text = re.sub("/+", "/", os.fspath(path))
+    return text[:-1] if len(text) > 1 and text.endswith("/") else text
+
+
+def _absolute(path: str | Path) -> str:
+    """java.io.File.getAbsolutePath: the working directory joined on, nothing resolved."""
+    text = java_path(path)
+    return text if os.path.isabs(text) else java_path(os.path.join(os.getcwd(), text))
 
 
 def codec_name(batch: RecordBatch | LegacyBatch) -> str:
@@ -39,7 +92,7 @@ def _bool(value: bool) -> str:
 
 
 def _text(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
+    return data.decode("utf-8", JAVA_ERRORS)
 
 
 def batch_line(batch: RecordBatch | LegacyBatch) -> str:
@@ -124,13 +177,15 @@ def _log_file_header(path: Path, base_offset: int) -> Iterator[str]:
 
 
 def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = False,
-                   skip_metadata: bool = False, max_bytes: int | None = None) -> Iterator[str]:
+                   skip_metadata: bool = False, max_bytes: int | None = None,
+                   findings: DumpFindings | None = None) -> Iterator[str]:
     """The lines ``kafka-dump-log.sh --files path [--deep-iteration] [--print-data-log]
     [--skip-record-metadata] [--max-bytes N]`` prints for a ``.log`` file or a KRaft
-    snapshot (``.checkpoint``)."""
+    snapshot (``.checkpoint``); gaps between records' offsets go to ``findings``."""
     deep = deep or print_data
+    last_offset = -1   # (the tool's: -1 until the first record)
     with Segment(path) as segment:
-        yield f"Dumping {path}"
+        yield f"Dumping {java_path(path)}"
         yield from _log_file_header(Path(path), segment.base_offset)
         reader = segment.reader(validate_crc=False)
         for batch in reader:
@@ -141,6 +196,10 @@ def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = Fals
                 inner = (_inner_messages(batch) if isinstance(batch, LegacyBatch)
                          and batch.is_compressed else None)
                 for i, record in enumerate(batch):
+                    if last_offset != -1 and record.offset != last_offset + 1 and findings:
+                        findings.non_consecutive.setdefault(_absolute(path), []).append(
+                            (last_offset, record.offset))
+                    last_offset = record.offset
                     yield record_line(batch, record, print_data, skip_metadata,
                                       inner[i] if inner else None)
             del batch
@@ -151,7 +210,7 @@ def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = Fals
 
 def dump_transaction_index_lines(path: str | Path) -> Iterator[str]:
     """What kafka-dump-log prints for a ``.txnindex`` file."""
-    yield f"Dumping {path}"
+    yield f"Dumping {java_path(path)}"
     for t in read_transaction_index(path):
         yield (f"version: {t.version} producerId: {t.producer_id} firstOffset: "
                f"{t.first_offset} lastOffset: {t.last_offset} lastStableOffset: "
@@ -161,7 +220,7 @@ def dump_transaction_index_lines(path: str | Path) -> Iterator[str]:
 def dump_producer_snapshot_lines(path: str | Path) -> Iterator[str]:
     """What kafka-dump-log prints for a producer state ``.snapshot`` file (a corrupt one
     raises CorruptRecordError)."""
-    yield f"Dumping {path}"
+    yield f"Dumping {java_path(path)}"
     for e in read_producer_snapshot(path):
         txn = ("OptionalLong.empty" if e.current_txn_first_offset is None
                else f"OptionalLong[{e.current_txn_first_offset}]")
@@ -175,20 +234,105 @@ def dump_producer_snapshot_lines(path: str | Path) -> Iterator[str]:
         yield line
 
 
-def dump_index_lines(path: str | Path) -> Iterator[str]:
-    """What kafka-dump-log prints for an ``.index`` or ``.timeindex`` file."""
+def dump_index_lines(path: str | Path, findings: DumpFindings | None = None,
+                     verify_only: bool = False) -> Iterator[str]:
+    """What kafka-dump-log prints for an ``.index`` or ``.timeindex`` file, each entry
+    checked against the segment beside it (which must be there, and for a time index its
+    offset index too), what disagrees going to ``findings``; ``verify_only``
+    (``--verify-index-only``) prints no entry."""
     p = Path(path)
     base = int(p.stem) if p.stem.isdigit() else 0
-    yield f"Dumping {path}"
-    if p.suffix == ".timeindex":
-        entries = read_time_index(p, base)
-        lines = [f"timestamp: {e.timestamp} offset: {e.offset}" for e in entries]
+    yield f"Dumping {java_path(path)}"
+    log = p.with_name(p.name.split(".")[0] + ".log")
+    for needed in [log] + ([log.with_suffix(".index")] if p.suffix == ".timeindex" else []):
+        if not needed.exists():
+            raise FileNotFoundError(f"{needed} is not there to check {p.name} against")
+    checks = findings if findings is not None else DumpFindings()
+    with Segment(log) as segment:
+        if p.suffix == ".timeindex":
+            yield from _time_index_lines(p, base, segment, checks, verify_only)
+            return
+        entries = read_offset_index(p, base)
+        if not entries:
+            yield f"{java_path(path)} is empty."
+        for entry in entries:
+            found = next(_batches_from(segment, entry.position, entry.offset), None)
+            if found is None:
+                raise CorruptRecordError(f"no batch at index entry {entry.offset}'s position "
+                                         f"{entry.position}", position=entry.position)
+            if found.last_offset != entry.offset:
+                checks.index_mismatches.setdefault(_absolute(path), []).append(
+                    (entry.offset, found.last_offset))
+            if not verify_only:
+                yield f"offset: {entry.offset} position: {entry.position}"
+
+
+def _batches_from(segment: Segment, position: int, offset: int) -> Iterator[Entry]:
+    """The segment's batches from where an offset index entry points (CorruptRecordError
+    for a position outside the log, where Kafka's tool fails)."""
+    if not 0 <= position <= segment.size:
+        raise CorruptRecordError(f"index entry {offset}'s position {position} is outside the "
+                                 f"log's {segment.size} bytes")
+    return segment.reader(position, validate_crc=False)
+
+
+def _largest_lower_bound(slots: list[tuple[int, int]], relative: int) -> int:
+    """OffsetIndex.lookup's slot for an offset (relative to the segment's), -1 for none:
+    its binary search, over every entry of the file (a preallocated tail of zeros too) and
+    first within its last 1024 entries, so that a damaged index is searched as Kafka
+    searches it (AbstractIndex.indexSlotRangeFor)."""
+    if not slots:
+        return -1
+    first_hot = max(0, len(slots) - 1 - 1024)   # 8 KiB of 8-byte entries
+    if slots[first_hot][0] < relative:
+        low, high = first_hot, len(slots) - 1
+    elif slots[0][0] > relative:
+        return -1
     else:
-        index = read_offset_index(p, base)
-        lines = [f"offset: {e.offset} position: {e.position}" for e in index]
-    if not lines and p.suffix != ".timeindex":   # (only the offset index says so)
-        yield f"{path} is empty."
-    yield from lines
+        low, high = 0, first_hot
+    while low < high:
+        middle = (low + high + 1) // 2
+        if slots[middle][0] > relative:
+            high = middle - 1
+        elif slots[middle][0] < relative:
+            low = middle
+        else:
+            return middle
+    return low
+
+
+def _time_index_lines(path: Path, base: int, segment: Segment, findings: DumpFindings,
+                      verify_only: bool) -> Iterator[str]:
+    """A time index's entries, each checked as kafka-dump-log checks it: the first batch
+    reaching its offset (read from where the offset index points) must end at that offset
+    and its records' greatest timestamp be the entry's; entries' timestamps increase."""
+    data = path.read_bytes()
+    offset_index = segment.path.with_suffix(".index").read_bytes()
+    slots = [OFFSET_INDEX_ENTRY.unpack_from(offset_index, 8 * i)
+             for i in range(len(offset_index) // 8)]
+    previous = -1
+    name = _absolute(path)
+    for i in range(len(data) // 12):
+        timestamp, relative = TIME_INDEX_ENTRY.unpack_from(data, 12 * i)
+        if relative == 0 and i > 0:
+            return   # the zero-filled tail of a preallocated index
+        offset = base + relative
+        slot = _largest_lower_bound(slots, relative)
+        start, entry = (slots[slot][1], base + slots[slot][0]) if slot >= 0 else (0, base)
+        batch = next((b for b in _batches_from(segment, start, entry)
+                      if b.last_offset >= offset), None)
+        if batch is None or batch.last_offset != offset:
+            findings.time_not_found.setdefault(name, []).append(
+                (offset, -1 if batch is None else batch.last_offset))
+        else:
+            greatest = max([-1, *(r.timestamp for r in batch)])   # (from NO_TIMESTAMP)
+            if greatest != timestamp:
+                findings.time_mismatches.setdefault(name, []).append((timestamp, greatest))
+            if previous >= timestamp:
+                findings.time_out_of_order.setdefault(name, []).append((timestamp, previous))
+        if not verify_only:
+            yield f"timestamp: {timestamp} offset: {offset}"
+        previous = timestamp
 
 
 def batch_json(batch: RecordBatch | LegacyBatch, deep: bool, print_data: bool) -> dict[str, Any]:
@@ -227,4 +371,5 @@ def batch_json(batch: RecordBatch | LegacyBatch, deep: bool, print_data: bool) -
     return out
 
 
-__all__ = ["batch_json", "batch_line", "dump_index_lines", "dump_log_lines", "record_line"]
+__all__ = ["DumpFindings", "batch_json", "batch_line", "dump_index_lines", "dump_log_lines",
+           "java_path", "record_line"]

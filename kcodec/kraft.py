@@ -10,6 +10,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+from kcodec._java_text import ERRORS as JAVA_ERRORS
 from kcodec.constants import ControlType
 from kcodec.errors import CorruptRecordError
 
@@ -69,7 +70,7 @@ class _Fields:
         n = self.length(field)
         if n > _MAX_STRING:
             raise self.fail(f"the string field {field} of invalid length {n}")
-        return self.take(n).decode("utf-8", "replace")
+        return self.take(n).decode("utf-8", JAVA_ERRORS)
 
     def uuid(self) -> str:
         """A UUID as Kafka prints one: URL-safe base64 of its 16 bytes, unpadded."""

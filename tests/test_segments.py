@@ -318,8 +318,60 @@ def test_dump_prints_each_inner_message_and_control_type(tmp_path: Path,
     assert capsys.readouterr().out.splitlines()[3].endswith(" controlType: UNKNOWN(7)")
     empty = log.with_suffix(".timeindex")
     empty.write_bytes(b"")
+    assert main(["dump", str(empty)]) == 1   # its offset index must be there, as for Kafka
+    assert capsys.readouterr().err.startswith(f"kcodec: error: {log.with_suffix('.index')} is not")
+    log.with_suffix(".index").write_bytes(b"")
     assert main(["dump", str(empty)]) == 0
     assert capsys.readouterr().out.splitlines() == [f"Dumping {empty}"]
+
+
+def test_dump_says_what_disagrees_at_the_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """As kafka-dump-log, on stderr once every file is dumped: index entries whose batch
+    ends elsewhere (newest first), time index entries whose batch's greatest timestamp
+    differs, that run backwards or whose offset ends no batch, and records whose offset
+    does not follow the one before (newest first); --verify-index-only prints no entry.
+    Files by their absolute path, as Java's File.getAbsolutePath (nothing resolved)."""
+    def batch(base: int) -> bytes:
+        builder = kcodec.BatchBuilder(base_offset=base)
+        for offset in (base, base + 1):
+            builder.append(b"v" * 40, timestamp=TS + offset)
+        return builder.build()
+    target = segments.write_partition(tmp_path / "t-0", [batch(0), batch(5), batch(10),
+                                                         batch(12)], index_interval_bytes=1)
+    index = target / "00000000000000000000.index"
+    time_index = target / "00000000000000000000.timeindex"
+    entries = index.read_bytes()   # offsets 6, 11, 13: the second batch on, where each is
+    index.write_bytes((7).to_bytes(4, "big") + entries[4:])
+    times = bytearray(time_index.read_bytes())   # (TS + 6, 6), (TS + 11, 11), (TS + 13, 13)
+    times[0:8] = (TS + 99).to_bytes(8, "big")
+    times[20:24] = (9).to_bytes(4, "big")   # offset 9 ends no batch: the next ends at 11
+    times[24:32] = (TS + 5).to_bytes(8, "big")
+    time_index.write_bytes(bytes(times))
+    monkeypatch.chdir(tmp_path)
+    assert main(["dump", "--deep-iteration", "t-0//00000000000000000000.log",
+                 "t-0/" + index.name, "t-0/" + time_index.name]) == 0
+    out, err = capsys.readouterr()
+    assert "Dumping t-0/00000000000000000000.log" in out.splitlines()
+    assert "offset: 7 position: 155" in out.splitlines()
+    root = os.path.join(os.getcwd(), "t-0")
+    assert err.splitlines() == [
+        f"Mismatches in :{root}/{index.name}",
+        "  Index offset: 7, log offset: 6",
+        f"Found timestamp mismatch in :{root}/{time_index.name}",
+        f"  Index timestamp: {TS + 99}, log timestamp: {TS + 6}",
+        f"  Index timestamp: {TS + 5}, log timestamp: {TS + 13}",
+        f"Found out of order timestamp in :{root}/{time_index.name}",
+        f"  Index timestamp: {TS + 5}, Previously indexed timestamp: {TS + 11}",
+        "The following indexed offsets are not found in the log.",
+        "Indexed offset: 9, found log offset: 11",
+        f"Non-consecutive offsets in {root}/00000000000000000000.log",
+        "  6 is followed by 10",
+        "  1 is followed by 5"]
+    assert main(["dump", "--verify-index-only", str(index), str(time_index)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"Dumping {index}", f"Dumping {time_index}"]
+    assert len(err.splitlines()) == 9
 
 
 def test_dump_json_and_indexes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,7 +22,7 @@ import kcodec
 from kcodec import codecs, kip931, plugins
 from kcodec._headers_first import from_headers_first, to_headers_first
 from kcodec._varint import decode_varint, encode_varint
-from kcodec.dump import dump_index_lines, dump_log_lines
+from kcodec.dump import DumpFindings, dump_index_lines, dump_log_lines
 from kcodec.errors import KcodecError
 from kcodec.segments import Segment, read_offset_index, read_time_index
 
@@ -248,9 +248,13 @@ def segment(data: bytes) -> None:
                               max_decompressed_size=MAX_DECOMPRESSED):
                 pass
             seg.offset_for_time(1_700_000_000_000)
-        for _ in dump_log_lines(_LOG, deep=True, print_data=True):
+        findings = DumpFindings()
+        for _ in dump_log_lines(_LOG, deep=True, print_data=True, findings=findings):
             pass
-        for _ in dump_index_lines(_LOG.with_suffix(".index")):
+        for suffix in (".index", ".timeindex"):
+            for _ in dump_index_lines(_LOG.with_suffix(suffix), findings):
+                pass
+        for _ in findings.lines():
             pass
     except KcodecError:
         pass
