@@ -128,6 +128,7 @@ def read_batches(
     max_decompressed_size: int | None = None,
     allow_magic3: bool = False,
     start: int = 0,
+    log_file: bool = False,
 ) -> BatchReader: ...
 def read_entries_for_columns(
     data: Buffer,
@@ -138,4 +139,5 @@ def read_entries_for_columns(
     run_records: int = 1024,
     start: int = 0,
     stop: int | None = None,
+    log_file: bool = False,
 ) -> EntryReader: ...

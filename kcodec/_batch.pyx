@@ -641,6 +641,7 @@ cdef class BatchReader:
                                    # most this many records (0: none)
     cdef unsigned _frame_codecs    # (and small ones of these codecs, see BatchRun)
     cdef Py_ssize_t _stop   # no batch starting here or later is read
+    cdef bint _log_file     # framed as Kafka frames a segment's file (read_batches)
     cdef readonly Py_ssize_t trailing_bytes
 
     def __iter__(self):
@@ -658,7 +659,9 @@ cdef class BatchReader:
             self.trailing_bytes = 0
             raise StopIteration
         self.trailing_bytes = remaining
-        if remaining < LOG_OVERHEAD:
+        # a file's batches end before the last 17 bytes (with the magic byte); a buffer's
+        # before the last 12 (a size field) and, past the size's checks, the last 17
+        if remaining < LOG_OVERHEAD or (self._log_file and remaining <= OFF_MAGIC + 1):
             raise StopIteration
         cdef int32_t size_field = <int32_t>kc_get_be32(p + OFF_LENGTH)
         if size_field < MIN_ENTRY_SIZE:
@@ -670,7 +673,7 @@ cdef class BatchReader:
             raise RecordTooLargeError(
                 f"batch of {size} bytes is larger than the limit of {self._max_batch_size}",
                 position=position)
-        if remaining <= OFF_MAGIC:
+        if remaining <= OFF_MAGIC or (self._log_file and remaining < size):
             raise StopIteration
         cdef int magic = <signed char>p[OFF_MAGIC]
         if magic < 0 or magic > 3 or (magic == 3 and not self._allow_magic3):
@@ -710,15 +713,19 @@ cdef class BatchReader:
 
 
 def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_size=None,
-                 max_decompressed_size=None, bint allow_magic3=False, Py_ssize_t start=0):
+                 max_decompressed_size=None, bint allow_magic3=False, Py_ssize_t start=0,
+                 bint log_file=False):
     """Iterate the record batches in ``data`` (bytes, bytearray, memoryview, mmap, ...).
 
-    Batches are framed as Kafka frames a fetch response or a log segment: a
-    partial batch at the end is not an error (see ``BatchReader.trailing_bytes``);
-    any other malformation raises a :mod:`kcodec.errors` exception naming its
-    byte position. ``validate_crc`` checks each batch's CRC-32C before yielding
-    it; ``strict`` also rejects varints Kafka would tolerate; ``max_batch_size``
-    rejects larger batches with RecordTooLargeError. Compressed records are
+    Batches are framed as Kafka frames a fetch response: a partial batch at the end is
+    not an error (see ``BatchReader.trailing_bytes``); any other malformation raises a
+    :mod:`kcodec.errors` exception naming its byte position. With ``log_file``, as Kafka
+    frames a log segment's file (FileLogInputStream), whose end comes at a tail of 17
+    bytes or fewer, or at a batch the data ends inside whatever its magic byte, where a
+    buffer's framing checks the size field and the magic byte of such a tail first.
+    ``validate_crc`` checks each batch's CRC-32C before yielding it; ``strict`` also
+    rejects varints Kafka would tolerate; ``max_batch_size`` rejects larger batches with
+    RecordTooLargeError. Compressed records are
     decompressed when a batch is first iterated, never into more than
     ``max_decompressed_size`` bytes (default: ``kcodec.codecs``' global limit).
     ``allow_magic3`` reads KIP-931's experimental magic 3, which Kafka (and so, by
@@ -729,6 +736,7 @@ def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_s
     cdef BatchReader reader = _set_up(BatchReader.__new__(BatchReader), data, validate_crc,
                                       strict, max_batch_size, max_decompressed_size,
                                       allow_magic3)
+    reader._log_file = log_file
     _start_at(reader, start)
     return reader
 
@@ -764,7 +772,7 @@ cdef BatchReader _set_up(BatchReader reader, data, bint validate_crc, bint stric
 
 def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=None,
                              bint allow_magic3=False, Py_ssize_t run_records=1024,
-                             Py_ssize_t start=0, stop=None):
+                             Py_ssize_t start=0, stop=None, bint log_file=False):
     """read_batches without CRC checks (the columnar decoder checks them), but with each
     stretch of plain legacy messages as one LegacyRun (parsed into an array) instead of a
     LegacyBatch each, and each stretch of plain (or small compressed) v2 batches as one
@@ -772,9 +780,10 @@ def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=N
     object a message or a batch. Framing starts at byte ``start`` (where an entry must
     start) and reads no entry that starts at ``stop`` or later: ``valid_bytes`` is then
     where the entries read end (``stop`` or past it; before it only where the input
-    ended)."""
+    ended). ``log_file``: framed as read_batches frames a log segment's file."""
     cdef BatchReader reader = _set_up(EntryReader.__new__(EntryReader), data, False, strict,
                                       None, max_decompressed_size, allow_magic3)
+    reader._log_file = log_file
     _start_at(reader, start)
     if stop is not None:
         reader._stop = stop

@@ -143,7 +143,7 @@ def last_stable_offset(logs: Sequence[str | os.PathLike[str]]) -> int | None:
     for log in logs:
         with Segment(log) as segment:
             try:
-                for entry in read_entries_for_columns(segment.data):
+                for entry in read_entries_for_columns(segment.data, log_file=True):
                     if not (isinstance(entry, RecordBatch) and entry.is_transactional):
                         continue
                     if entry.is_control:
@@ -219,10 +219,23 @@ class Segment:
         """The whole log, mapped (no copy)."""
         return memoryview(self._map) if self._map is not None else memoryview(b"")
 
+    def framed_data(self) -> memoryview:
+        """:attr:`data`, without the tail where Kafka's framing of a log file ends but a
+        buffer's (the columnar decoders') would fail (see read_batches' ``log_file``); the
+        tail found by framing from the last offset index entry that points at a batch."""
+        reader = read_entries_for_columns(self.data, start=self.position_of(INT64_MAX),
+                                          log_file=True)
+        try:
+            for _ in reader:
+                pass
+        except KcodecError:
+            return self.data   # (which the decoders, reading it, report)
+        return self.data[:reader.valid_bytes] if reader.trailing_bytes else self.data
+
     def reader(self, position: int = 0, **options: Any) -> BatchReader:
-        """Batches from byte ``position`` on (where a batch starts); positions, in batches
-        and errors, are the log's."""
-        return read_batches(self.data, start=position, **options)
+        """Batches from byte ``position`` on (where a batch starts), framed as Kafka frames
+        a log file; positions, in batches and errors, are the log's."""
+        return read_batches(self.data, start=position, log_file=True, **options)
 
     def batches(self, **options: Any) -> Iterator[Entry]:
         yield from self.reader(**options)
@@ -232,7 +245,7 @@ class Segment:
         framing stopped there at a batch that cannot be framed (else those bytes are a
         partial batch: the tail a crash leaves mid-write, which Kafka's recovery truncates;
         in any but a partition's last segment, damage). Framed, not read."""
-        reader = read_entries_for_columns(self.data)
+        reader = read_entries_for_columns(self.data, log_file=True)
         try:
             for _ in reader:
                 pass
@@ -267,7 +280,7 @@ class Segment:
         if not 0 <= entry.position < self.size:
             return False
         try:
-            batch = next(read_batches(self.data, start=entry.position), None)
+            batch = next(read_batches(self.data, start=entry.position, log_file=True), None)
             return batch is not None and batch.base_offset <= entry.offset
         except KcodecError:   # (a legacy wrapper is decoded for its first offset)
             return False
@@ -438,7 +451,7 @@ def _iter_partition(directory: str | os.PathLike[str],
             continue   # every offset of this segment is below the range
         pending = fetch_aborted(aborted, base) if read_committed else None
         with Segment(path) as segment, naming(path):
-            yield from decode(segment.data, offsets=offsets,
+            yield from decode(segment.framed_data(), offsets=offsets,
                               aborted_transactions=pending, **options)
 
 

@@ -94,6 +94,28 @@ def test_partial_trailing_batch_is_reported_not_raised(cut: int) -> None:
     assert reader.trailing_bytes == cut
 
 
+def test_a_log_file_ends_where_kafka_frames_a_file_to_its_end() -> None:
+    """A segment's file (FileLogInputStream) ends at a tail of 17 bytes or fewer, and at a
+    batch the data ends inside whatever its magic byte; a fetched buffer's framing
+    (ByteBufferLogInputStream) checks such a tail's size field and magic byte first."""
+    whole = batch_bytes(1)
+    bad_magic = bytearray(batch_bytes(2)[:40])
+    bad_magic[16] = 7
+    for tail in (b"\0" * 12, b"\0" * 17, bytes(bad_magic), bytes(bad_magic[:17])):
+        reader = kcodec.read_batches(whole + tail, log_file=True)
+        assert len(list(reader)) == 1 and reader.trailing_bytes == len(tail)
+        entries = kcodec._batch.read_entries_for_columns(whole + tail, log_file=True)
+        assert len(list(entries)) == 1 and entries.valid_bytes == len(whole)
+        with pytest.raises(CorruptRecordError) as caught:
+            list(kcodec.read_batches(whole + tail))
+        assert caught.value.position == len(whole)
+    with pytest.raises(CorruptRecordError, match="minimum record overhead"):
+        list(kcodec.read_batches(whole + b"\0" * 18, log_file=True))
+    bad_magic[8:12] = (28).to_bytes(4, "big")   # whole: its magic byte is read
+    with pytest.raises(CorruptRecordError, match="Invalid magic"):
+        list(kcodec.read_batches(whole + bytes(bad_magic), log_file=True))
+
+
 def test_size_below_minimum_overhead_raises() -> None:
     data = bytearray(batch_bytes(1))
     data[8:12] = (13).to_bytes(4, "big")

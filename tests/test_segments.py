@@ -599,6 +599,26 @@ def test_dump_max_bytes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert len(document["batches"]) == 3 and document["trailing_bytes"] == 4
 
 
+def test_a_segment_ends_as_kafka_frames_a_file(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Zeros a crash left after the last batch, 17 bytes or fewer (which a fetched buffer's
+    framing would take for a record size of 0): the segment ends before them, for dump,
+    stats, export and the partition's readers alike."""
+    target = segments.write_partition(tmp_path / "t-0", sample_log(20))
+    log = next(target.glob("*.log"))
+    size = log.stat().st_size
+    with open(log, "ab") as f:
+        f.write(b"\0" * 15)
+    assert main(["dump", str(log)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"Found 15 invalid bytes at the end of {log.name}"
+    assert main(["stats", "--json", str(target)]) == 0
+    assert json.loads(capsys.readouterr().out)["partitions"][str(target)]["trailing_bytes"] == 15
+    with segments.Partition(target) as partition:
+        assert partition.segments[0].partial_tail() == (size, 15)
+        assert sum(b.record_count for b in partition.batches()) == 20
+    assert sum(c.num_rows for c in segments.iter_partition_arrow(target)) == 20
+
+
 def test_verify_and_stats_count_a_partial_batch(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     target = segments.write_partition(tmp_path / "t-0", sample_log(20))

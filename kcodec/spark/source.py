@@ -360,7 +360,7 @@ def _frame(data: memoryview, chunk_records: int, final: bool
     crash leaves one, which recovery truncates); anywhere else it is damage."""
     entries: list[Any] = []
     error = None
-    reader = read_entries_for_columns(data)
+    reader = read_entries_for_columns(data, log_file=True)
     try:
         for entry in reader:
             entries.append(entry)
