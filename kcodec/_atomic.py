@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+NAME_MAX = 255   # bytes in a file name (Linux's and macOS's file systems)
 
 
 def fsync_directory(directory: Path) -> None:
@@ -20,19 +23,41 @@ def fsync_directory(directory: Path) -> None:
             os.close(fd)
 
 
+def _aside(target: Path) -> Path:
+    """A new hidden name beside ``target``: ``.<name>.<random>.partial``, the name cut to
+    keep it within a file name's 255 bytes."""
+    random = secrets.token_hex(8)
+    name = os.fsdecode(os.fsencode(target.name)[:NAME_MAX - len(f"..{random}.partial")])
+    return target.parent / f".{name}.{random}.partial"
+
+
 def staging_directory(target: Path) -> Path:
     """A new hidden directory beside ``target``, to fill and rename into place; created as
     mkdir creates directories (0777 less the umask), not private as mkdtemp's are."""
-    staging = target.parent / f".{target.name}.{secrets.token_hex(8)}.partial"
+    staging = _aside(target)
     staging.mkdir(mode=0o777)
     return staging
 
 
+def replaceable(target: Path) -> Path:
+    """The regular file to replace for ``target``: itself, or the file a symbolic link
+    names; ValueError for anything else there (a directory, a device, a pipe)."""
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise ValueError(f"{target} is not a regular file; kcodec replaces only those")
+    return Path(os.path.realpath(target)) if target.is_symlink() else target
+
+
 @contextlib.contextmanager
 def atomic_file(target: Path) -> Iterator[BinaryIO]:
-    """A file to write that replaces ``target`` once the block ends without an error; until
-    then it has a hidden temporary name beside ``target``, removed if the block fails."""
-    temporary = target.parent / f".{target.name}.{secrets.token_hex(8)}.partial"
+    """A file to write that replaces ``target`` (a regular file, or the one a symbolic link
+    names) once the block ends without an error; until then it has a hidden temporary name
+    beside it, removed if the block fails."""
+    target = replaceable(target)
+    temporary = _aside(target)
     # created as open() creates files (0666 less the umask), not private as mkstemp's are
     handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:

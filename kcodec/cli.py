@@ -6,7 +6,9 @@ import argparse
 import importlib.util
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -331,19 +333,28 @@ def _finished(stats: dict[str, Any]) -> dict[str, Any]:
     return {**stats, "producers": len(stats["producers"]), "compression_ratio": ratio}
 
 
+def _named_partitions(paths: Sequence[str]) -> list[tuple[str, list[Path]]]:
+    """Each partition the paths name, once, with its segments (each once): named by its
+    directory, or by the segments themselves when only those were named."""
+    from kcodec.segments import merged_segment_files, segment_files
+    whole = {os.path.realpath(directory) for path in paths if Path(path).is_dir()
+             for directory, _ in segment_files(path)}
+    return [(str(directory) if os.path.realpath(directory) in whole
+             else ", ".join(map(str, logs)), logs)
+            for directory, logs in merged_segment_files(paths)]
+
+
 def stats(args: argparse.Namespace) -> int:
     """Per partition and overall: batches, records, bytes, codecs, ratio, magics, time range
     (with --kip931: what KIP-931's magic 3 would save instead)."""
-    from kcodec.segments import log_directories
     if args.kip931:
         return _kip931_stats(args)
     parts: dict[str, dict[str, Any]] = {}
-    directories = list(dict.fromkeys(d for name in args.paths for d in log_directories(name)))
-    progress = Progress(len(directories), "stats")
-    for directory in directories:
-        progress.step(str(directory))
-        files = [directory] if directory.is_file() else sorted(directory.glob("*.log"))
-        parts[str(directory)] = _stats_for(files)
+    named = _named_partitions(args.paths)
+    progress = Progress(len(named), "stats")
+    for name, files in named:
+        progress.step(name)
+        parts[name] = _stats_for(files)
     progress.close()
     report = {name: _finished(part) for name, part in parts.items()}
     overall = _finished(_overall(list(parts.values()))) if len(parts) > 1 else None
@@ -366,17 +377,15 @@ def stats(args: argparse.Namespace) -> int:
 
 def _kip931_stats(args: argparse.Namespace) -> int:
     from kcodec.kip931 import Savings, measure
-    from kcodec.segments import log_directories
     report: dict[str, Any] = {}
     overall = Savings()
-    for directory in (d for name in args.paths for d in log_directories(name)):
-        files = [directory] if directory.is_file() else sorted(directory.glob("*.log"))
+    for name, files in _named_partitions(args.paths):
         savings = Savings()
         for path in files:
             with naming(path):
                 savings.add(measure(Path(path).read_bytes()))
         overall.add(savings)
-        report[str(directory)] = savings.report()
+        report[name] = savings.report()
     if args.json:
         print(json.dumps({"partitions": report, "overall": overall.report()}, indent=1))
         return 0
@@ -396,6 +405,7 @@ def convert_command(args: argparse.Namespace) -> int:
     them."""
     from kcodec.segments import (
         aborted_transactions,
+        base_offset_of,
         log_directories,
         read_transaction_index,
         split_entries,
@@ -409,7 +419,8 @@ def convert_command(args: argparse.Namespace) -> int:
             aborted = read_transaction_index(txnindex) if txnindex.exists() else []
         else:
             files = sorted(source.glob("*.log"))
-            name = source.name if source == root else str(source.relative_to(root))
+            name = (Path(os.path.abspath(source)).name if source == root   # also "." or ".."
+                    else str(source.relative_to(root)))
             aborted = aborted_transactions(source)
         converted = []
         for path in files:
@@ -419,8 +430,10 @@ def convert_command(args: argparse.Namespace) -> int:
                     level=args.level, plugin=args.plugin,
                     on_loss="ignore" if args.allow_loss else "raise"))
         target = Path(args.destination) / name
+        # an empty last segment (the cleaner's or retention's) holds the log end offset
+        end = base_offset_of(files[-1]) if files and not files[-1].stat().st_size else None
         write_partition(target, (e for data in converted for e in split_entries(data)),
-                        aborted=aborted if args.magic >= 2 else ())
+                        aborted=aborted if args.magic >= 2 else (), log_end_offset=end)
         written = sum(len(list(kcodec.read_batches(p.read_bytes()))) for p in target.glob("*.log"))
         print(f"{source} -> {target}: {written} batches written and read back")
     return 0
@@ -623,10 +636,24 @@ def _say_error(exc: kcodec.errors.KcodecError) -> None:
     print(f"kcodec: error: {exc}{where}", file=sys.stderr)
 
 
+class _Terminated(BaseException):
+    """SIGTERM (kill, timeout, a container stopping), raised where Python runs next; as
+    KeyboardInterrupt, not an Exception, so that no handler of errors takes it."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    on_sigterm = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
     try:
         return int(args.run(args))
+    except _Terminated:   # as Ctrl-C: what was being written is gone (written aside)
+        print("kcodec: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
@@ -639,3 +666,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"kcodec: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if on_sigterm is not None:
+            signal.signal(signal.SIGTERM, on_sigterm)

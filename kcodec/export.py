@@ -20,7 +20,7 @@ from typing import Any
 from kcodec._atomic import atomic_file
 from kcodec.columnar import column_names, decode_arrow
 from kcodec.errors import CorruptRecordError, naming
-from kcodec.segments import PARTITION_FILE, Segment, iter_partition_arrow, segment_files
+from kcodec.segments import PARTITION_FILE, Segment, iter_partition_arrow, merged_segment_files
 
 FORMATS = ("parquet", "arrow")
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow",
@@ -57,21 +57,22 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
     file's own codec (Parquet: any pyarrow writes; Arrow IPC: ``"zstd"``, ``"lz4"`` or
     None). ``columns``, ``include_headers``, ``metadata``, ``offsets`` ([lo, hi)),
     ``timestamps``, ``include_control``, ``threads`` and ``chunk_records`` are
-    :func:`kcodec.iter_arrow`'s. The destination's directory is created if need be; a
-    destination that is one of the files of a partition read (a segment, an index, a
-    snapshot) is refused. A partial batch ending a
-    partition's last segment is left out and reported in the summary; one ending any other
-    segment is damage, an error naming it.
+    :func:`kcodec.iter_arrow`'s. A partition named more than once is read once. The
+    destination's directory is created if need be; a destination that is, or would
+    become, one of the files of a partition read (a segment, an index, a snapshot named in
+    its directory) is refused, and so is one that is not a regular file (a symbolic link
+    is written through). A partial batch ending a partition's last segment is left out and
+    reported in the summary; one ending any other segment is damage, an error naming it.
     """
     import pyarrow as pa
 
     target = Path(destination)
     kind = _format_of(target, format)
-    partitions = [found for source in sources for found in segment_files(source)]
+    partitions = merged_segment_files(sources)
     logs = [log for _, found in partitions for log in found]
-    if target.exists() and (any(_same_file(target, log) for log in logs) or (
+    if any(_same_file(target, log) for log in logs) or (
             PARTITION_FILE.match(target.name)
-            and any(_same_file(target.parent, d) for d, _ in partitions))):
+            and any(_same_file(target.parent, d) for d, _ in partitions)):
         raise ValueError(f"{target} is one of the files of a partition being read")
     tails = tuple(tail for _, found in partitions for tail in _partial_tails(found))
     names = column_names(columns, include_headers, metadata)

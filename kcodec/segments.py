@@ -350,7 +350,7 @@ class Segment:
 def partition_of(directory: str | os.PathLike[str]) -> tuple[str, int] | None:
     """(topic, partition) from a ``<topic>-<partition>`` directory name (split at the last -),
     also when renamed ``<topic>-<partition>.<uuid>-delete`` (or ``-future``, ``-stray``)."""
-    name = RENAMED_SUFFIX.sub("", Path(directory).name)
+    name = RENAMED_SUFFIX.sub("", Path(os.path.abspath(directory)).name)   # also "." or ".."
     match = PARTITION_DIR.match(name)
     return (match.group(1), int(match.group(2))) if match else None
 
@@ -361,7 +361,8 @@ class Partition:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.path = Path(directory)
         found = partition_of(self.path)
-        self.topic, self.partition = found if found else (self.path.name, -1)
+        self.topic, self.partition = (found if found else
+                                      (Path(os.path.abspath(self.path)).name, -1))
         self.segments = [Segment(p) for p in _segment_paths(self.path)]
 
     def close(self) -> None:
@@ -479,6 +480,21 @@ def segment_files(root: str | os.PathLike[str]) -> list[tuple[Path, list[Path]]]
     return [(directory, sorted(found[directory])) for directory in sorted(found)]
 
 
+def merged_segment_files(sources: Iterable[str | os.PathLike[str]],
+                         ) -> list[tuple[Path, list[Path]]]:
+    """:func:`segment_files` of each source, a partition named more than once (by its
+    directory and by a segment, through a link, or inside a log directory also named)
+    listed once, with each segment once: reading them reads no record twice."""
+    merged: dict[str, tuple[Path, dict[str, Path]]] = {}
+    for source in sources:
+        for directory, logs in segment_files(source):
+            _, known = merged.setdefault(os.path.realpath(directory), (directory, {}))
+            for log in logs:
+                known.setdefault(os.path.realpath(log), log)
+    return [(directory, sorted(known.values(), key=lambda log: log.name))
+            for directory, known in merged.values()]
+
+
 def log_directories(path: str | os.PathLike[str]) -> list[Path]:
     """A ``.log`` file itself, or every directory holding segments at or below ``path``
     (a partition, a log directory, or a tree of them)."""
@@ -515,7 +531,8 @@ def _index_entries(batches: Iterable[bytes], base_offset: int,
 def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes], *,
                     index_interval_bytes: int = INDEX_INTERVAL_BYTES,
                     segment_bytes: int = SEGMENT_BYTES,
-                    aborted: Sequence[AbortedTransaction] = ()) -> Path:
+                    aborted: Sequence[AbortedTransaction] = (),
+                    log_end_offset: int | None = None) -> Path:
     """Write ``batches`` (each the bytes of one batch or log entry) as a partition directory.
 
     Segments roll at ``segment_bytes``, or where an offset lies more than 2**31 - 1 past
@@ -524,6 +541,10 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
     (``last_offset``) it holds. The directory must not exist yet: it appears whole or not
     at all (written aside, fsynced, renamed). Offsets must increase from batch to batch,
     as a log's do (else InvalidRecordError, at the batch's byte in the batches joined).
+    With ``log_end_offset``, an empty segment of that base offset ends the partition, as
+    one does when the last segment was rolled, or emptied by the cleaner or retention:
+    Kafka takes the log end offset from its name (ValueError if below the offset after the
+    last batch).
     """
     if not 0 < segment_bytes <= MAX_RELATIVE_OFFSET:
         raise ValueError(f"segment_bytes must be 1..{MAX_RELATIVE_OFFSET} (an index holds "
@@ -558,6 +579,13 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
         if segment:
             bases.append(base or 0)
             _write_segment(staging, base or 0, segment, index_interval_bytes)
+        if log_end_offset is not None:
+            least = 0 if previous is None else previous + 1
+            if not least <= log_end_offset <= INT64_MAX:
+                raise ValueError(f"log_end_offset must be {least}..{INT64_MAX} (past the "
+                                 f"batches' offsets), not {log_end_offset}")
+            bases.append(log_end_offset)
+            _write_segment(staging, log_end_offset, [], index_interval_bytes)
         _write_transaction_indexes(staging, bases, aborted)
         fsync_directory(staging)
         os.rename(staging, target)
@@ -613,6 +641,7 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
            "aborted_transactions", "base_offset_of", "fetch_aborted", "iter_partition_arrow",
-           "iter_partition_columns", "log_directories", "open_path", "partition_of",
+           "iter_partition_columns", "log_directories", "merged_segment_files", "open_path",
+           "partition_of",
            "read_offset_index", "read_time_index", "read_transaction_index", "segment_files",
            "split_entries", "write_partition"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import struct
 from pathlib import Path
 from typing import Any
@@ -132,6 +134,66 @@ def test_the_input_is_never_the_output(tmp_path: Path) -> None:
         assert kcodec.export_segments([partition], beside).records == 5
     with pytest.raises(ValueError, match="cannot tell the format"):
         kcodec.export_segments([partition], tmp_path / "out.csv")
+
+
+def test_a_partition_file_that_is_not_there_yet_is_refused_too(tmp_path: Path) -> None:
+    """A destination named as a partition's file in a partition read (a segment, an
+    index, a snapshot) is refused even where no such file is yet: it would become one."""
+    partition = write_transactional_partition(tmp_path)
+    before = sorted(p.name for p in partition.iterdir())
+    for name in ("00000000000000009999.log", "00000000000000000000.txnindex",
+                 "00000000000000000007.snapshot", "leader-epoch-checkpoint"):
+        with pytest.raises(ValueError, match="one of the files of a partition"):
+            kcodec.export_segments([partition], partition / name, format="parquet")
+    assert sorted(p.name for p in partition.iterdir()) == before
+
+
+def test_only_regular_files_are_replaced(tmp_path: Path) -> None:
+    """A pipe, a device or a directory at the destination is refused and left as it is;
+    a symbolic link is written through, the file it names replaced."""
+    partition = write_transactional_partition(tmp_path)
+    pipe = tmp_path / "pipe.parquet"
+    os.mkfifo(pipe)
+    (tmp_path / "folder.parquet").mkdir()
+    for target in (pipe, tmp_path / "folder.parquet"):
+        with pytest.raises(ValueError, match="not a regular file"):
+            kcodec.export_segments([partition], target)
+    assert stat.S_ISFIFO(pipe.lstat().st_mode) and (tmp_path / "folder.parquet").is_dir()
+    dated = tmp_path / "dated.parquet"
+    dated.write_bytes(b"an earlier export")
+    latest = tmp_path / "latest.parquet"
+    latest.symlink_to(dated.name)
+    assert kcodec.export_segments([partition], latest).records == 5
+    assert latest.is_symlink() and read_back(dated).num_rows == 5
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_a_partition_named_twice_is_read_once(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """By its directory and a segment, twice, inside a log directory also named, or as
+    "." from inside it: its records once, with the partition's own topic and number."""
+    partition = write_transactional_partition(tmp_path)
+    log = sorted(partition.glob("*.log"))[0]
+    target = tmp_path / "out.arrow"
+    for sources in ([partition, partition], [tmp_path, partition], [partition, log],
+                    [log, partition, tmp_path]):
+        summary = kcodec.export_segments(sources, target)
+        assert (summary.records, summary.segments) == (5, 5)
+        assert read_back(target).column("offset").to_pylist() == [0, 1, 2, 3, 6]
+    monkeypatch.chdir(partition)
+    for source in (".", log.name):
+        kcodec.export_segments([source], target)
+        table = read_back(target)
+        assert set(table.column("topic").to_pylist()) == {"orders"}
+        assert set(table.column("partition").to_pylist()) == {0}
+
+
+def test_a_name_of_up_to_255_bytes(tmp_path: Path) -> None:
+    """The temporary name beside the destination stays within a file name's 255 bytes."""
+    partition = write_transactional_partition(tmp_path)
+    target = tmp_path / ("é" * 123 + ".parquet")   # 254 bytes
+    assert kcodec.export_segments([partition], target).records == 5
+    assert read_back(target).num_rows == 5
 
 
 def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

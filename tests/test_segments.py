@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -212,6 +213,66 @@ def test_write_partition_rolls_and_indexes_as_a_broker(tmp_path: Path) -> None:
     with segments.Partition(v0) as partition:
         (segment,) = partition.segments
         assert segment.index and segment.time_index == []
+
+
+def test_an_empty_last_segment_holds_the_log_end_offset(tmp_path: Path) -> None:
+    """As Kafka's log end offset is an empty last segment's base offset (rolled, cleaned,
+    or emptied by retention), write_partition writes one on request and convert keeps it."""
+    written = segments.write_partition(tmp_path / "in" / "t-0", sample_log(20),
+                                       log_end_offset=100)
+    assert sorted(p.name for p in written.glob("*.log"))[-1] == "00000000000000000100.log"
+    assert (written / "00000000000000000100.log").stat().st_size == 0
+    emptied = segments.write_partition(tmp_path / "in" / "u-0", [], log_end_offset=500)
+    assert [p.name for p in emptied.glob("*.log")] == ["00000000000000000500.log"]
+    assert main(["convert", str(tmp_path / "in"), str(tmp_path / "out"),
+                 "--compression", "gzip"]) == 0
+    for name in ("t-0", "u-0"):
+        assert (sorted(p.name for p in (tmp_path / "out" / name).iterdir())
+                == sorted(p.name for p in (tmp_path / "in" / name).iterdir()))
+    for end in (19, -1, 2**63):
+        with pytest.raises(ValueError, match="log_end_offset must be"):
+            segments.write_partition(tmp_path / "bad-0", sample_log(20), log_end_offset=end)
+    assert not (tmp_path / "bad-0").exists()
+
+
+def test_the_longest_names_kafka_allows(tmp_path: Path) -> None:
+    """A topic of 249 characters (Kafka's most): the partition's directory, 251, is written
+    aside under a name kept within a file name's 255 bytes."""
+    target = segments.write_partition(tmp_path / ("t" * 249 + "-0"), sample_log(10))
+    with segments.Partition(target) as partition:
+        assert partition.topic == "t" * 249
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_a_partition_named_as_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Named "." or "..", a partition keeps its directory's name: convert writes it to
+    DEST/<topic>-<partition>, as when named by its path."""
+    source = segments.write_partition(tmp_path / "logs" / "t-3", sample_log(10))
+    monkeypatch.chdir(source)
+    assert segments.partition_of(".") == ("t", 3)
+    with segments.Partition(".") as partition:
+        assert (partition.topic, partition.partition) == ("t", 3)
+    assert main(["convert", ".", str(tmp_path / "a"), "--compression", "zstd"]) == 0
+    (source / "sub").mkdir()
+    monkeypatch.chdir(source / "sub")
+    assert main(["convert", "..", str(tmp_path / "b")]) == 0
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["t-3"]
+    assert [p.name for p in (tmp_path / "b").iterdir()] == ["t-3"]
+
+
+def test_sigterm_is_an_interrupt(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM (kill, timeout, a container stopping) during a write ends as Ctrl-C does:
+    status 143, one line, nothing left behind; the handler before is restored."""
+    def terminated(*args: object, **kwargs: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+    monkeypatch.setattr(segments, "_write_segment", terminated)
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["gen", str(tmp_path / "out"), "--partitions", "1", "--records", "10"]) == 143
+    assert capsys.readouterr().err == "kcodec: terminated\n"
+    assert list((tmp_path / "out").iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_interrupted_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -649,6 +710,11 @@ def test_stats_overall_is_the_partitions_together(tmp_path: Path,
     assert main(["stats", str(tmp_path / "logs")]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
     assert last.startswith("overall: 4 batches, 40 records") and "offsets" not in last
+    log = next((tmp_path / "logs" / "t-1").glob("*.log"))
+    assert main(["stats", "--json", str(log), str(tmp_path / "logs" / "t-1"), str(log)]) == 0
+    assert list(json.loads(capsys.readouterr().out)["partitions"]) == [str(log.parent)]
+    assert main(["stats", "--json", str(log)]) == 0
+    assert list(json.loads(capsys.readouterr().out)["partitions"]) == [str(log)]
 
 
 @pytest.mark.parametrize("arguments", [
