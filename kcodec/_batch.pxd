@@ -100,6 +100,7 @@ cdef BatchRun frame_batch_run(InputBuffer buf, Py_ssize_t position, Py_ssize_t m
 
 
 cdef int first_key_is_abort(RecordBatch batch) except -1
+cdef int check_record_layout(RecordBatch batch) except -1
 
 
 cdef inline int64_t add64(int64_t a, int64_t b) noexcept nogil:

@@ -178,8 +178,9 @@ cdef int16_t _control_type_id(const uint8_t *key, Py_ssize_t size,
 
 cdef int first_key_is_abort(RecordBatch batch) except -1:
     """Whether a control batch's first record's key is ABORT's, read as Java's consumer
-    reads it (CompletedFetch.containsAbortMarker): that key alone, the records after it
-    and its value not looked at; 0 for a batch without records."""
+    reads it (CompletedFetch.containsAbortMarker: the first record, and, if it is the only
+    one, nothing after it; then its key alone, not its value); 0 for a batch without
+    records."""
     cdef RecordIterator it = batch._iterator()
     if it._remaining <= 0:
         return 0
@@ -189,7 +190,18 @@ cdef int first_key_is_abort(RecordBatch batch) except -1:
                                            batch._strict, &r)
     if status != KC_OK:
         raise _status_error(status, it._position(at), it._decompressed)
+    if it._remaining == 1 and it._p != it._end:
+        raise InvalidRecordError("Incorrect declared batch size, records still remaining in file",
+                                 position=it._position(it._p))
     return _control_type_id(r.key, r.key_len, it._position(at)) == 0   # ABORT's type id
+
+
+cdef int check_record_layout(RecordBatch batch) except -1:
+    """Raise what reading every record of the batch would (varints, lengths, the count),
+    without a Record object, nor a control record's key and value read: as Java's
+    consumer goes through a control batch's records, returning none."""
+    batch._iterator()._check_all()
+    return 0
 
 
 cdef int _decode_control(Record rec, Py_ssize_t position) except -1:

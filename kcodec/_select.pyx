@@ -4,8 +4,8 @@ each batch's fields read as C fields: over a log of small batches, looking them 
 Python attributes cost more than decoding the records."""
 from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t
 
-from kcodec._batch cimport (BatchRun, PlainBatch, RecordBatch, first_key_is_abort,
-                            last_offset_of, outside_ranges)
+from kcodec._batch cimport (BatchRun, PlainBatch, RecordBatch, check_record_layout,
+                            first_key_is_abort, last_offset_of, outside_ranges)
 from kcodec._layout cimport ATTR_CODEC, ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL
 from kcodec._legacy cimport LegacyMessage, LegacyRun, shallow_message
 
@@ -85,9 +85,15 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
                     batch.ensure_valid()   # (one short record: checked again if decoded)
                 if marks_end and first_key_is_abort(batch):
                     aborted_producers.discard(batch.producer_id)
-                if outside or not include_control:
+                if outside:
                     continue
-                batch.records()   # control records returned are checked as the row reader's
+                if not include_control:
+                    # Java's consumer goes through the records of those it does not skip
+                    if not (read_committed and batch.attributes & ATTR_TRANSACTIONAL
+                            and batch.producer_id in aborted_producers):
+                        check_record_layout(batch)
+                    continue
+                batch.records()   # control records returned: checked as the row reader's
             elif (read_committed and batch.attributes & ATTR_TRANSACTIONAL
                   and batch.producer_id in aborted_producers):
                 if validate_crc:

@@ -336,11 +336,11 @@ def _finished(stats: dict[str, Any]) -> dict[str, Any]:
 def _named_partitions(paths: Sequence[str]) -> list[tuple[str, list[Path]]]:
     """Each partition the paths name, once, with its segments (each once): named by its
     directory, or by the segments themselves when only those were named."""
-    from kcodec.segments import merged_segment_files, segment_files
+    from kcodec.segments import SEGMENT_NAME, merged_segment_files, segment_files
     whole = {os.path.realpath(directory) for path in paths if Path(path).is_dir()
              for directory, _ in segment_files(path)}
     return [(str(directory) if os.path.realpath(directory) in whole
-             else ", ".join(map(str, logs)), logs)
+             and SEGMENT_NAME.match(logs[0].name) else ", ".join(map(str, logs)), logs)
             for directory, logs in merged_segment_files(paths)]
 
 
@@ -377,13 +377,14 @@ def stats(args: argparse.Namespace) -> int:
 
 def _kip931_stats(args: argparse.Namespace) -> int:
     from kcodec.kip931 import Savings, measure
+    from kcodec.segments import read_log
     report: dict[str, Any] = {}
     overall = Savings()
     for name, files in _named_partitions(args.paths):
         savings = Savings()
         for path in files:
             with naming(path):
-                savings.add(measure(Path(path).read_bytes()))
+                savings.add(measure(read_log(path)))
         overall.add(savings)
         report[name] = savings.report()
     if args.json:
@@ -407,6 +408,7 @@ def convert_command(args: argparse.Namespace) -> int:
         aborted_transactions,
         base_offset_of,
         log_directories,
+        read_log,
         read_transaction_index,
         split_entries,
         write_partition,
@@ -426,7 +428,7 @@ def convert_command(args: argparse.Namespace) -> int:
         for path in files:
             with naming(path):
                 converted.append(kcodec.convert(
-                    Path(path).read_bytes(), magic=args.magic, compression=args.compression,
+                    read_log(path), magic=args.magic, compression=args.compression,
                     level=args.level, plugin=args.plugin,
                     on_loss="ignore" if args.allow_loss else "raise"))
         target = Path(args.destination) / name

@@ -142,10 +142,12 @@ def select_batches(entries: Iterable[Framed], *, include_control: bool = False,
     given it, transactional batches of aborted transactions are skipped (read_committed),
     a transaction ending at a control batch of its producer whose first record's key is
     ABORT's, read as Java's consumer reads it (that key alone; InvalidRecordError for one
-    under 4 bytes or of a negative version). Batches wholly outside ``offsets`` ([lo, hi)) or ``timestamps`` are skipped too.
-    ``validate_crc`` checks the CRC of every control batch and of every aborted batch
-    skipped, which a consumer receives and checks too (for entries framed without CRC
-    checks, whose selected batches are checked when decoded). A LegacyRun (a stretch of
+    under 4 bytes or of a negative version). Batches wholly outside ``offsets`` ([lo, hi))
+    or ``timestamps`` are skipped too. A control batch in range that is not returned has
+    its records gone through as Java's consumer goes through them (their layout, not their
+    keys). ``validate_crc`` checks the CRC of every control batch and of every aborted
+    batch skipped, which a consumer receives and checks too (for entries framed without
+    CRC checks, whose selected batches are checked when decoded). A LegacyRun (a stretch of
     plain legacy messages) passes, its messages filtered one by one as they are decoded,
     and so does a BatchRun (a stretch of plain or small compressed v2 batches) unless all
     its batches are outside the ranges. Anything else but what ``read_batches`` yields

@@ -20,7 +20,7 @@ from kcodec.constants import ControlType, TimestampType
 from kcodec.errors import CorruptRecordError, KcodecError
 from kcodec.kraft import DUMP_LABELS, kafka_json, read_kraft_control
 from kcodec.producer_snapshot import read_producer_snapshot
-from kcodec.segments import Entry, Segment, read_offset_index, read_transaction_index
+from kcodec.segments import Segment, read_offset_index, read_transaction_index
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _DEFAULT_MAX_BYTES = (1 << 31) - 1   # kafka-dump-log's --max-bytes when not given
@@ -256,24 +256,43 @@ def dump_index_lines(path: str | Path, findings: DumpFindings | None = None,
         if not entries:
             yield f"{java_path(path)} is empty."
         for entry in entries:
-            found = next(_batches_from(segment, entry.position, entry.offset), None)
+            found = next(_last_offsets(segment, entry.position, entry.offset), None)
             if found is None:
                 raise CorruptRecordError(f"no batch at index entry {entry.offset}'s position "
                                          f"{entry.position}", position=entry.position)
-            if found.last_offset != entry.offset:
+            if found[1] != entry.offset:
                 checks.index_mismatches.setdefault(_absolute(path), []).append(
-                    (entry.offset, found.last_offset))
+                    (entry.offset, found[1]))
             if not verify_only:
                 yield f"offset: {entry.offset} position: {entry.position}"
 
 
-def _batches_from(segment: Segment, position: int, offset: int) -> Iterator[Entry]:
-    """The segment's batches from where an offset index entry points (CorruptRecordError
-    for a position outside the log, where Kafka's tool fails)."""
-    if not 0 <= position <= segment.size:
+def _last_offsets(segment: Segment, position: int, offset: int) -> Iterator[tuple[int, int]]:
+    """(position, last offset) of each batch from where an offset index entry points,
+    framed as Kafka frames a file and read from the header alone as Kafka's
+    FileChannelRecordBatch reads it, whatever the magic byte: what DumpLogSegments looks at
+    for an entry. CorruptRecordError where Kafka's tool fails (a position outside the log,
+    a size under 14 bytes, a header past the log's end)."""
+    data, end = segment.data, segment.size
+    if not 0 <= position <= end:
         raise CorruptRecordError(f"index entry {offset}'s position {position} is outside the "
-                                 f"log's {segment.size} bytes")
-    return segment.reader(position, validate_crc=False)
+                                 f"log's {end} bytes")
+    while position < end - 17:   # (FileLogInputStream: no batch within 17 bytes of the end)
+        size = int.from_bytes(data[position + 8:position + 12], "big", signed=True)
+        if size < 14:
+            raise CorruptRecordError(f"Found record size {size} smaller than minimum record "
+                                     "overhead (14)", position=position)
+        if position > end - 12 - size:
+            return
+        if data[position + 16] in (0, 1) or data[position + 16] >= 0x80:   # below magic 2
+            last = int.from_bytes(data[position:position + 8], "big", signed=True)
+        elif position + 61 > end:
+            raise CorruptRecordError("the log ends inside a batch header", position=position)
+        else:
+            last = int.from_bytes(data[position:position + 8], "big", signed=True) + \
+                int.from_bytes(data[position + 23:position + 27], "big", signed=True)
+        yield position, last
+        position += size + 12
 
 
 def _largest_lower_bound(slots: list[tuple[int, int]], relative: int) -> int:
@@ -319,12 +338,13 @@ def _time_index_lines(path: Path, base: int, segment: Segment, findings: DumpFin
         offset = base + relative
         slot = _largest_lower_bound(slots, relative)
         start, entry = (slots[slot][1], base + slots[slot][0]) if slot >= 0 else (0, base)
-        batch = next((b for b in _batches_from(segment, start, entry)
-                      if b.last_offset >= offset), None)
-        if batch is None or batch.last_offset != offset:
+        found = next((b for b in _last_offsets(segment, start, entry) if b[1] >= offset),
+                     None)
+        if found is None or found[1] != offset:
             findings.time_not_found.setdefault(name, []).append(
-                (offset, -1 if batch is None else batch.last_offset))
+                (offset, -1 if found is None else found[1]))
         else:
+            batch = next(segment.reader(found[0], validate_crc=False))
             greatest = max([-1, *(r.timestamp for r in batch)])   # (from NO_TIMESTAMP)
             if greatest != timestamp:
                 findings.time_mismatches.setdefault(name, []).append((timestamp, greatest))

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kcodec._atomic import atomic_file
+from kcodec._atomic import atomic_file, replaceable
 from kcodec.columnar import column_names, decode_arrow
 from kcodec.errors import CorruptRecordError, naming
 from kcodec.segments import PARTITION_FILE, Segment, iter_partition_arrow, merged_segment_files
@@ -70,10 +70,11 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
     kind = _format_of(target, format)
     partitions = merged_segment_files(sources)
     logs = [log for _, found in partitions for log in found]
-    if any(_same_file(target, log) for log in logs) or (
-            PARTITION_FILE.match(target.name)
-            and any(_same_file(target.parent, d) for d, _ in partitions)):
-        raise ValueError(f"{target} is one of the files of a partition being read")
+    for name in (target, replaceable(target)):   # (what a symbolic link names, too)
+        if any(_same_file(name, log) for log in logs) or (
+                PARTITION_FILE.match(name.name)
+                and any(_same_file(name.parent, d) for d, _ in partitions)):
+            raise ValueError(f"{target} is one of the files of a partition being read")
     tails = tuple(tail for _, found in partitions for tail in _partial_tails(found))
     names = column_names(columns, include_headers, metadata)
     schema = decode_arrow(b"", columns=names).schema

@@ -456,6 +456,13 @@ def _iter_partition(directory: str | os.PathLike[str],
                               aborted_transactions=pending, **options)
 
 
+def read_log(path: str | os.PathLike[str]) -> bytes:
+    """A segment's bytes, without a tail where Kafka's framing of a file ends before a
+    buffer's would fail (:meth:`Segment.framed_data`): what to read as a buffer."""
+    with Segment(path) as segment:
+        return bytes(segment.framed_data())
+
+
 def open_path(path: str | os.PathLike[str]) -> Partition | Segment:
     """A partition directory or a single ``.log`` file."""
     p = Path(path)
@@ -488,8 +495,10 @@ def merged_segment_files(sources: Iterable[str | os.PathLike[str]],
     merged: dict[str, tuple[Path, dict[str, Path]]] = {}
     for source in sources:
         for directory, logs in segment_files(source):
-            _, known = merged.setdefault(os.path.realpath(directory), (directory, {}))
             for log in logs:
+                # a file not named as a segment is a log of its own, not its directory's
+                own = directory if SEGMENT_NAME.match(log.name) else log
+                _, known = merged.setdefault(os.path.realpath(own), (directory, {}))
                 known.setdefault(os.path.realpath(log), log)
     return [(directory, sorted(known.values(), key=lambda log: log.name))
             for directory, known in merged.values()]
@@ -642,6 +651,6 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
            "aborted_transactions", "base_offset_of", "fetch_aborted", "iter_partition_arrow",
            "iter_partition_columns", "log_directories", "merged_segment_files", "open_path",
-           "partition_of",
+           "partition_of", "read_log",
            "read_offset_index", "read_time_index", "read_transaction_index", "segment_files",
            "split_entries", "write_partition"]

@@ -30,7 +30,7 @@ from .columnar_rows import (
     txn_marker,
     views,
 )
-from .conftest import VECTORS, real_segments
+from .conftest import VECTORS, real_segments, resealed
 
 
 def readable(name: str) -> bool:
@@ -281,6 +281,25 @@ def test_an_abort_marker_is_the_first_key_of_a_control_batch_as_java_reads_it() 
         with pytest.raises(kcodec.errors.InvalidRecordError, match="at least 4 bytes"):
             kcodec.decode_columns(unparsable, aborted_transactions=aborted)
     assert offsets(unparsable, None) == [[0, 2]] * 5
+
+
+def test_control_batches_are_gone_through_as_java_goes_through_them() -> None:
+    """Java's consumer reads every record of a control batch it does not skip (returning
+    none), and reads an only record to the batch's end: a control batch declaring one
+    record with another's bytes after it fails, ending an aborted transaction or not,
+    read_committed or not, as the row reader fails."""
+    def marker(kind: ControlType) -> bytes:
+        plain = txn_marker(kind, 7, 1)
+        return resealed(plain + plain[61:])   # a second record's bytes; the count still 1
+    for kind in (ControlType.ABORT, ControlType.COMMIT):
+        log = transactional_batch(7, 0, b"aborted") + marker(kind) + batch_of(2, 1, 5)
+        with pytest.raises(InvalidRecordError, match="records still remaining") as ordinary:
+            [r for b in kcodec.read_batches(log) for r in b]
+        for aborted in (None, [(7, 0)]):
+            for threads in (1, 2):
+                with pytest.raises(InvalidRecordError, match="records still remaining") as caught:
+                    kcodec.decode_columns(log, aborted_transactions=aborted, threads=threads)
+                assert caught.value.position == ordinary.value.position
 
 
 def transactions_log(steps: list[tuple[str, int]]) -> tuple[bytes, list[tuple[int, int]]]:

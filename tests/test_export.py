@@ -188,6 +188,35 @@ def test_a_partition_named_twice_is_read_once(tmp_path: Path,
         assert set(table.column("partition").to_pylist()) == {0}
 
 
+def test_logs_named_otherwise_are_each_their_own(tmp_path: Path) -> None:
+    """Files not named as segments (captures, copies) are each a log of their own, even in
+    one directory: an offset range reads each, and a partial batch ending either is left
+    out and reported, not taken for damage inside a partition."""
+    for name, tag in (("a.log", b"A"), ("b.log", b"B")):
+        builder = kcodec.BatchBuilder()
+        for i in range(10):
+            builder.append(tag + bytes([48 + i]), timestamp=1000 + i)
+        (tmp_path / name).write_bytes(builder.build())
+    sources = [tmp_path / "a.log", tmp_path / "b.log"]
+    assert kcodec.export_segments(sources, tmp_path / "x.arrow", offsets=(5, 100)).records == 10
+    data = (tmp_path / "a.log").read_bytes()
+    (tmp_path / "a.log").write_bytes(data + data[:30])
+    summary = kcodec.export_segments(sources, tmp_path / "x.arrow")
+    assert summary.records == 20
+    assert summary.partial_tails == ((tmp_path / "a.log", len(data), 30),)
+
+
+def test_a_symbolic_link_into_a_partition_is_refused(tmp_path: Path) -> None:
+    """A link whose target would become one of a partition's files (dangling, as that
+    file is not there yet) is refused as the name itself would be."""
+    partition = write_transactional_partition(tmp_path)
+    link = tmp_path / "latest.parquet"
+    link.symlink_to(partition / "00000000000000000100.log")
+    with pytest.raises(ValueError, match="one of the files of a partition"):
+        kcodec.export_segments([partition], link)
+    assert not (partition / "00000000000000000100.log").exists()
+
+
 def test_a_name_of_up_to_255_bytes(tmp_path: Path) -> None:
     """The temporary name beside the destination stays within a file name's 255 bytes."""
     partition = write_transactional_partition(tmp_path)

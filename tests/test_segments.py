@@ -678,6 +678,30 @@ def test_a_segment_ends_as_kafka_frames_a_file(tmp_path: Path,
         assert partition.segments[0].partial_tail() == (size, 15)
         assert sum(b.record_count for b in partition.batches()) == 20
     assert sum(c.num_rows for c in segments.iter_partition_arrow(target)) == 20
+    assert main(["stats", "--kip931", str(target)]) == 0
+    assert main(["convert", str(target), str(tmp_path / "out"), "--compression", "lz4"]) == 0
+    assert ": 2 batches written and read back" in capsys.readouterr().out
+
+
+def test_dump_reads_an_index_entry_as_kafka_reads_it(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """An offset index entry pointing inside a batch, at bytes with a plausible size and a
+    magic byte of 9: Kafka's tool reads its offsets from the header whatever the magic, so
+    the entry prints and its mismatch is said on stderr."""
+    fake = (5).to_bytes(8, "big") + (60).to_bytes(4, "big") + bytes(4) + b"\x09" + bytes(80)
+    first = kcodec.BatchBuilder()
+    first.append(fake, timestamp=TS)
+    second = kcodec.BatchBuilder(base_offset=1)
+    second.append(b"x", timestamp=TS + 1)
+    target = segments.write_partition(tmp_path / "t-0", [first.build(), second.build()])
+    log = target / "00000000000000000000.log"
+    at = log.read_bytes().index(fake)
+    index = target / "00000000000000000000.index"
+    index.write_bytes((0).to_bytes(4, "big") + at.to_bytes(4, "big"))
+    assert main(["dump", str(index)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1] == f"offset: 0 position: {at}"
+    assert err.splitlines() == [f"Mismatches in :{index}", "  Index offset: 0, log offset: 5"]
 
 
 def test_verify_and_stats_count_a_partial_batch(tmp_path: Path,
