@@ -161,7 +161,8 @@ def dump(args: argparse.Namespace) -> int:
             status |= _dump_snapshot(name)
             continue
         if suffix in (".index", ".timeindex"):
-            lines = dump_index_lines(name, findings, args.verify_index_only)
+            lines = dump_index_lines(name, findings, args.verify_index_only,
+                                     args.index_sanity_check)
         elif suffix == ".txnindex":
             lines = dump_transaction_index_lines(name)
         elif suffix not in _RECORD_FILES:
@@ -565,6 +566,9 @@ def build_parser() -> argparse.ArgumentParser:
     dump_parser.add_argument("--verify-index-only", action="store_true",
                              help="check .index and .timeindex entries against their segment "
                                   "without printing them")
+    dump_parser.add_argument("--index-sanity-check", action="store_true",
+                             help="check .index and .timeindex files as a broker does at "
+                                  "start-up (to decide whether to rebuild them), nothing more")
 
     verify_parser = command("verify", verify, "check CRCs, records and indexes")
     verify_parser.add_argument("paths", nargs="+", help="segments, partition or log directories")

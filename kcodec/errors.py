@@ -151,6 +151,12 @@ class DecompressionLimitError(RecordTooLargeError):
         return cls(f"decompressed data would exceed the limit of {limit} bytes")
 
 
+class CorruptIndexError(KcodecError):
+    """An offset or time index that fails the check Kafka makes before trusting one
+    (CorruptIndexException, which has no error code: a broker rebuilds such an index from
+    its segment at start-up)."""
+
+
 @contextlib.contextmanager
 def naming(path: str | os.PathLike[str]) -> Iterator[None]:
     """Name the file ``path`` (as a note, ``in <path>``) in the kcodec errors raised within."""
@@ -164,6 +170,7 @@ def naming(path: str | os.PathLike[str]) -> Iterator[None]:
 __all__ = [
     "ChecksumError",
     "CompressionError",
+    "CorruptIndexError",
     "CorruptRecordError",
     "DecompressionLimitError",
     "InvalidRecordError",

@@ -28,6 +28,7 @@ EXAMPLES = [
     errors.CompressionError("truncated lz4 frame", position=61),
     errors.UnknownServerError("Magic v1 does not support record headers", position=0),
     errors.DecompressionLimitError.exceeding(1 << 20),
+    errors.CorruptIndexError("Index file x.index is corrupt, found 3 bytes"),
 ]
 
 

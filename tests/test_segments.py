@@ -435,6 +435,39 @@ def test_dump_says_what_disagrees_at_the_end(tmp_path: Path, monkeypatch: pytest
     assert len(err.splitlines()) == 9
 
 
+def test_dump_checks_an_index_as_a_broker_does_at_start_up(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--index-sanity-check: OffsetIndex.sanityCheck and TimeIndex.sanityCheck, Kafka's
+    messages; an empty offset index is said to be empty first, as Kafka's tool says it."""
+    target = segments.write_partition(tmp_path / "t-0", sample_log(60), index_interval_bytes=100)
+    index = target / "00000000000000000000.index"
+    time_index = index.with_suffix(".timeindex")
+    assert main(["dump", "--index-sanity-check", str(index), str(time_index)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"Dumping {index}", f"{index} passed sanity check.",
+        f"Dumping {time_index}", f"{time_index} passed sanity check."]
+    entries, times = index.read_bytes(), time_index.read_bytes()
+    for damaged, problem in (
+            (entries + b"\0\0\0", "Index file {} is corrupt, found {} bytes which is neither "
+                                  "positive nor a multiple of 8"),
+            (entries[:-8] + (-1).to_bytes(4, "big", signed=True) + entries[-4:],
+             "Corrupt index found, index file {} has non-zero size but the last offset is -1 "
+             "which is less than the base offset 0")):
+        index.write_bytes(damaged)
+        assert main(["dump", "--index-sanity-check", str(index)]) == 1
+        assert problem.format(index, len(damaged)) in capsys.readouterr().err
+    index.write_bytes(entries)
+    first = int.from_bytes(times[:8], "big")
+    time_index.write_bytes(times[:-12] + (first - 1).to_bytes(8, "big") + times[-4:])
+    assert main(["dump", "--index-sanity-check", str(time_index)]) == 1
+    assert (f"Corrupt time index found, time index file ({time_index}) has non-zero size but "
+            f"the last timestamp is {first - 1} which is less than the first timestamp "
+            f"{first}") in capsys.readouterr().err
+    index.write_bytes(b"")
+    assert main(["dump", "--index-sanity-check", str(index)]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == f"{index} is empty."
+
+
 def test_dump_json_and_indexes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = segments.write_partition(tmp_path / "t-0", sample_log(60), index_interval_bytes=100)
     log = next(target.glob("*.log"))

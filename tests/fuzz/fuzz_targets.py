@@ -254,6 +254,8 @@ def segment(data: bytes) -> None:
         for suffix in (".index", ".timeindex"):
             for _ in dump_index_lines(_LOG.with_suffix(suffix), findings):
                 pass
+            for _ in dump_index_lines(_LOG.with_suffix(suffix), sanity_only=True):
+                pass
         for _ in findings.lines():
             pass
     except KcodecError:
