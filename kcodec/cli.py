@@ -337,11 +337,14 @@ def _finished(stats: dict[str, Any]) -> dict[str, Any]:
 def _named_partitions(paths: Sequence[str]) -> list[tuple[str, list[Path]]]:
     """Each partition the paths name, once, with its segments (each once): named by its
     directory, or by the segments themselves when only those were named."""
-    from kcodec.segments import SEGMENT_NAME, merged_segment_files, segment_files
-    whole = {os.path.realpath(directory) for path in paths if Path(path).is_dir()
-             for directory, _ in segment_files(path)}
-    return [(str(directory) if os.path.realpath(directory) in whole
-             and SEGMENT_NAME.match(logs[0].name) else ", ".join(map(str, logs)), logs)
+    from kcodec.segments import SEGMENT_NAME, merged_segment_files
+    named = [os.path.realpath(path) for path in paths if Path(path).is_dir()]
+
+    def whole(directory: Path) -> bool:   # at or below a directory named
+        real = os.path.realpath(directory)
+        return any(os.path.commonpath([real, top]) == top for top in named)
+    return [(str(directory) if whole(directory) and SEGMENT_NAME.match(logs[0].name)
+             else ", ".join(map(str, logs)), logs)
             for directory, logs in merged_segment_files(paths)]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,16 @@ from kcodec.constants import ControlType, TimestampType
 from kcodec.errors import CorruptIndexError, CorruptRecordError, KcodecError
 from kcodec.kraft import DUMP_LABELS, kafka_json, read_kraft_control
 from kcodec.producer_snapshot import read_producer_snapshot
-from kcodec.segments import Segment, read_offset_index, read_transaction_index
+from kcodec.segments import (
+    OFFSET_INDEX_ENTRY,
+    TIME_INDEX_ENTRY,
+    Segment,
+    read_offset_index,
+    read_transaction_index,
+)
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _DEFAULT_MAX_BYTES = (1 << 31) - 1   # kafka-dump-log's --max-bytes when not given
-OFFSET_INDEX_ENTRY = struct.Struct(">ii")   # offset relative to the segment's, position
-TIME_INDEX_ENTRY = struct.Struct(">qi")     # timestamp, offset relative to the segment's
 _SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint$")
 TS_NAMES = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime",
             TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType"}
@@ -61,6 +64,8 @@ class DumpFindings:
             yield "The following indexed offsets are not found in the log."
             yield from (f"Indexed offset: {a}, found log offset: {b}" for a, b in pairs)
         for name, pairs in self.non_consecutive.items():
+            if not pairs:
+                continue
             yield f"Non-consecutive offsets in {name}"
             yield from (f"  {a} is followed by {b}" for a, b in reversed(pairs))
 
@@ -184,6 +189,7 @@ def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = Fals
     snapshot (``.checkpoint``); gaps between records' offsets go to ``findings``."""
     deep = deep or print_data
     last_offset = -1   # (the tool's: -1 until the first record)
+    gaps = None if findings is None else findings.non_consecutive.setdefault(_absolute(path), [])
     with Segment(path) as segment:
         yield f"Dumping {java_path(path)}"
         yield from _log_file_header(Path(path), segment.base_offset)
@@ -196,9 +202,8 @@ def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = Fals
                 inner = (_inner_messages(batch) if isinstance(batch, LegacyBatch)
                          and batch.is_compressed else None)
                 for i, record in enumerate(batch):
-                    if last_offset != -1 and record.offset != last_offset + 1 and findings:
-                        findings.non_consecutive.setdefault(_absolute(path), []).append(
-                            (last_offset, record.offset))
+                    if last_offset != -1 and record.offset != last_offset + 1 and gaps is not None:
+                        gaps.append((last_offset, record.offset))
                     last_offset = record.offset
                     yield record_line(batch, record, print_data, skip_metadata,
                                       inner[i] if inner else None)
@@ -250,19 +255,16 @@ def dump_index_lines(path: str | Path, findings: DumpFindings | None = None,
             raise FileNotFoundError(f"{needed} is not there to check {p.name} against")
     checks = findings if findings is not None else DumpFindings()
     with Segment(log) as segment:
-        if p.suffix == ".timeindex" and sanity_only:
-            _check_sanity(p, base)
-            yield f"{java_path(path)} passed sanity check."
-            return
-        if p.suffix == ".timeindex":
-            yield from _time_index_lines(p, base, segment, checks, verify_only)
-            return
-        entries = read_offset_index(p, base)
-        if not entries:
+        entries = None if p.suffix == ".timeindex" else read_offset_index(p, base)
+        if entries == []:   # (only the offset index is said to be empty)
             yield f"{java_path(path)} is empty."
-        elif sanity_only:
+            return
+        if sanity_only:
             _check_sanity(p, base)
             yield f"{java_path(path)} passed sanity check."
+            return
+        if entries is None:
+            yield from _time_index_lines(p, base, segment, checks, verify_only)
             return
         for entry in entries:
             found = next(_last_offsets(segment, entry.position, entry.offset), None)
@@ -286,7 +288,8 @@ def _check_sanity(path: Path, base: int) -> None:
         count = len(data) // TIME_INDEX_ENTRY.size
         if count:
             first = TIME_INDEX_ENTRY.unpack_from(data, 0)[0]
-            last, relative = TIME_INDEX_ENTRY.unpack_from(data, (count - 1) * TIME_INDEX_ENTRY.size)
+            last, relative = TIME_INDEX_ENTRY.unpack_from(data,
+                                                          (count - 1) * TIME_INDEX_ENTRY.size)
             if last < first:
                 raise CorruptIndexError(
                     f"Corrupt time index found, time index file ({name}) has non-zero size but "

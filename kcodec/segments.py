@@ -45,6 +45,10 @@ RENAMED_SUFFIX = re.compile(r"\.[0-9a-f]{32}-(delete|future|stray)$")
 MAX_RELATIVE_OFFSET = (1 << 31) - 1
 #: A .txnindex entry: version, producer id, first offset, last offset, last stable offset.
 TXN_ENTRY = struct.Struct(">hqqqq")
+#: An .index entry: offset relative to the segment's base offset, position in the log.
+OFFSET_INDEX_ENTRY = struct.Struct(">ii")
+#: A .timeindex entry: timestamp, offset relative to the segment's base offset.
+TIME_INDEX_ENTRY = struct.Struct(">qi")
 #: Kafka's defaults: index.interval.bytes, segment.bytes.
 INDEX_INTERVAL_BYTES = 4096
 SEGMENT_BYTES = 1 << 30
@@ -84,7 +88,7 @@ def read_offset_index(path: str | os.PathLike[str], base_offset: int) -> list[In
     data = Path(path).read_bytes()
     entries = []
     for i in range(len(data) // 8):
-        relative, position = struct.unpack_from(">ii", data, 8 * i)
+        relative, position = OFFSET_INDEX_ENTRY.unpack_from(data, 8 * i)
         if i > 0 and relative == 0:
             break  # the zero-filled tail of a preallocated index
         entries.append(IndexEntry(base_offset + relative, position))
@@ -96,7 +100,7 @@ def read_time_index(path: str | os.PathLike[str], base_offset: int) -> list[Time
     data = Path(path).read_bytes()
     entries = []
     for i in range(len(data) // 12):
-        timestamp, relative = struct.unpack_from(">qi", data, 12 * i)
+        timestamp, relative = TIME_INDEX_ENTRY.unpack_from(data, 12 * i)
         if i > 0 and timestamp == 0 and relative == 0:
             break
         entries.append(TimeIndexEntry(timestamp, base_offset + relative))
@@ -525,15 +529,15 @@ def _index_entries(batches: Iterable[bytes], base_offset: int,
         if entry.max_timestamp > max_ts:
             max_ts, max_ts_offset = entry.max_timestamp, entry.last_offset
         if since_last > interval:
-            index += struct.pack(">ii", entry.last_offset - base_offset, position)
+            index += OFFSET_INDEX_ENTRY.pack(entry.last_offset - base_offset, position)
             if max_ts > last_time_entry:
-                time_index += struct.pack(">qi", max_ts, max_ts_offset - base_offset)
+                time_index += TIME_INDEX_ENTRY.pack(max_ts, max_ts_offset - base_offset)
                 last_time_entry = max_ts
             since_last = 0
         since_last += len(raw)
         position += len(raw)
     if max_ts > last_time_entry:
-        time_index += struct.pack(">qi", max_ts, max_ts_offset - base_offset)  # on roll/close
+        time_index += TIME_INDEX_ENTRY.pack(max_ts, max_ts_offset - base_offset)  # on roll/close
     return bytes(index), bytes(time_index), position
 
 
