@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import kcodec
-from kcodec import ControlType
+from kcodec import Compression, ControlType
 from kcodec.columnar import INT64_MAX, INT64_MIN
 from kcodec.dump import (
     DumpFindings,
@@ -472,7 +472,7 @@ def export_command(args: argparse.Namespace) -> int:
 def gen(args: argparse.Namespace) -> int:
     """Write sample partitions: JSON-like events in several codecs, keys, headers, transactions."""
     from kcodec.segments import split_entries, write_partition
-    codecs = args.codecs.split(",")
+    codecs = args.codecs
     for partition in range(args.partitions):
         codec = codecs[partition % len(codecs)]
         events = sample_events(args.records, 1_700_000_000_000 + partition)
@@ -520,6 +520,20 @@ def _whole(text: str, least: int) -> int:
     if value < least:
         raise argparse.ArgumentTypeError(f"{value} is below {least}")
     return value
+
+
+def _builtin_codecs(text: str) -> list[str]:
+    """Comma-separated names of built-in codecs, each checked before anything is written."""
+    names = text.split(",")
+    for name in names:
+        try:
+            codec = Compression.parse(name)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if codec is Compression.PLUGGABLE:
+            raise argparse.ArgumentTypeError("sample partitions use the built-in codecs; "
+                                             "convert them to a plugin's with kcodec convert")
+    return names
 
 
 def _positive(text: str) -> int:
@@ -577,8 +591,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify_parser.add_argument("paths", nargs="+", help="segments, partition or log directories")
 
     stats_parser = command("stats", stats, "per-partition and overall statistics")
-    stats_parser.add_argument("paths", nargs="+")
-    stats_parser.add_argument("--json", action="store_true")
+    stats_parser.add_argument("paths", nargs="+", help="segments, partition or log directories")
+    stats_parser.add_argument("--json", action="store_true", help="print one JSON document")
     stats_parser.add_argument("--kip931", action="store_true",
                               help="bytes KIP-931's magic 3 would save against magic 2")
 
@@ -586,9 +600,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "rewrite segments to another magic, codec or level")
     convert_parser.add_argument("source", help="a .log file, partition or log directory")
     convert_parser.add_argument("destination", help="directory to write partitions into")
-    convert_parser.add_argument("--magic", type=int, default=2, choices=(0, 1, 2))
+    convert_parser.add_argument("--magic", type=int, default=2, choices=(0, 1, 2),
+                                help="record format to write (default: 2)")
     convert_parser.add_argument("--compression", default=None, help="codec (default: keep)")
-    convert_parser.add_argument("--level", type=int, default=None)
+    convert_parser.add_argument("--level", type=int, default=None,
+                                help="the codec's level (default: Kafka's for the codec)")
     convert_parser.add_argument("--plugin", default=None,
                                 help="with --compression pluggable: the plugin's name")
     convert_parser.add_argument("--allow-loss", action="store_true",
@@ -623,19 +639,28 @@ def build_parser() -> argparse.ArgumentParser:
                                help="decoding threads (default: one a core)")
 
     gen_parser = command("gen", gen, "write sample partitions")
-    gen_parser.add_argument("destination")
-    gen_parser.add_argument("--topic", default="events")
-    gen_parser.add_argument("--partitions", type=_positive, default=3)
-    gen_parser.add_argument("--records", type=_positive, default=10_000)
-    gen_parser.add_argument("--batch-size", type=_positive, default=500)
-    gen_parser.add_argument("--codecs", default="none,gzip,snappy,lz4,zstd")
-    gen_parser.add_argument("--segment-bytes", type=_positive, default=1 << 30)
+    gen_parser.add_argument("destination", help="log directory to write <topic>-<n> into")
+    gen_parser.add_argument("--topic", default="events", help="topic name (default: events)")
+    gen_parser.add_argument("--partitions", type=_positive, default=3,
+                            help="partitions to write (default: 3)")
+    gen_parser.add_argument("--records", type=_positive, default=10_000,
+                            help="records per partition (default: 10000)")
+    gen_parser.add_argument("--batch-size", type=_positive, default=500,
+                            help="records per batch (default: 500)")
+    gen_parser.add_argument("--codecs", type=_builtin_codecs, default="none,gzip,snappy,lz4,zstd",
+                            help="comma-separated codecs, taken in turn by the partitions "
+                                 "(default: none,gzip,snappy,lz4,zstd)")
+    gen_parser.add_argument("--segment-bytes", type=_positive, default=1 << 30,
+                            help="roll a segment past this size, as segment.bytes "
+                                 "(default: 1 GiB)")
 
     command("plugins", plugins_command, "list installed compression plugins")
 
     bench_parser = command("bench", bench, "time kcodec on sample data")
-    bench_parser.add_argument("--records", type=_positive, default=20_000)
-    bench_parser.add_argument("--batch-size", type=_positive, default=1000)
+    bench_parser.add_argument("--records", type=_positive, default=20_000,
+                              help="records per codec (default: 20000)")
+    bench_parser.add_argument("--batch-size", type=_positive, default=1000,
+                              help="records per batch (default: 1000)")
     return parser
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ import pytest
 
 import kcodec
 from kcodec import segments
-from kcodec.cli import main
+from kcodec.cli import build_parser, main
 
 from .conftest import real_segments, shared_path, write_transactional_partition
 
@@ -562,6 +563,23 @@ def test_every_command_has_help(command: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "kcodec", command, "--help"],
                           capture_output=True, text=True, cwd="/")
     assert proc.returncode == 0 and "usage: kcodec" in proc.stdout
+
+
+def test_every_argument_says_what_it_does() -> None:
+    commands = next(action for action in build_parser()._actions
+                    if isinstance(action, argparse._SubParsersAction))
+    bare = [f"{name} {action.dest}" for name, sub in commands.choices.items()
+            for action in sub._actions if not action.help]
+    assert bare == []
+
+
+@pytest.mark.parametrize("codecs", ["lz4,,gzip", "gzip,foo", "none,pluggable"])
+def test_gen_checks_every_codec_before_writing(codecs: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["gen", str(tmp_path / "out"), "--codecs", codecs, "--records", "10"])
+    assert info.value.code == 2 and "argument --codecs" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(("name", "expected"), [
