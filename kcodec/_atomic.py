@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -11,6 +12,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 NAME_MAX = 255   # bytes in a file name (Linux's and macOS's file systems)
+#: What :func:`_aside` names: a file or directory being written, or left by a process killed
+#: while writing it.
+ASIDE_NAME = re.compile(r"^\..*\.[0-9a-f]{16}\.partial$", re.DOTALL)
 
 
 def fsync_directory(directory: Path) -> None:

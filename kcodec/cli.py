@@ -407,27 +407,29 @@ def _kip931_stats(args: argparse.Namespace) -> int:
 def convert_command(args: argparse.Namespace) -> int:
     """Rewrite a segment, partition directory or log directory to another magic, codec or
     level; partitions keep their aborted transactions (.txnindex) where the magic can hold
-    them."""
+    them. A partial batch ending a partition's last segment is left out, with a warning;
+    one ending any other segment is damage, an error."""
     from kcodec.segments import (
         aborted_transactions,
         base_offset_of,
-        log_directories,
+        partial_tails,
         read_log,
         read_transaction_index,
+        segment_files,
         split_entries,
         write_partition,
     )
     root = Path(args.source)
-    for source in log_directories(root):
-        if source.is_file():
-            files, name = [source], source.stem
-            txnindex = source.with_suffix(".txnindex")
+    for directory, files in segment_files(root):
+        if root.is_file():
+            name = root.stem
+            txnindex = root.with_suffix(".txnindex")
             aborted = read_transaction_index(txnindex) if txnindex.exists() else []
         else:
-            files = sorted(source.glob("*.log"))
-            name = (Path(os.path.abspath(source)).name if source == root   # also "." or ".."
-                    else str(source.relative_to(root)))
-            aborted = aborted_transactions(source)
+            name = (Path(os.path.abspath(directory)).name if directory == root  # also "."
+                    else str(directory.relative_to(root)))
+            aborted = aborted_transactions(directory)
+        _warn_of_partial_tails(partial_tails(files))
         converted = []
         for path in files:
             with naming(path):
@@ -441,8 +443,15 @@ def convert_command(args: argparse.Namespace) -> int:
         write_partition(target, (e for data in converted for e in split_entries(data)),
                         aborted=aborted if args.magic >= 2 else (), log_end_offset=end)
         written = sum(len(list(kcodec.read_batches(p.read_bytes()))) for p in target.glob("*.log"))
-        print(f"{source} -> {target}: {written} batches written and read back")
+        print(f"{root if root.is_file() else directory} -> {target}: {written} batches "
+              "written and read back")
     return 0
+
+
+def _warn_of_partial_tails(tails: Sequence[tuple[Path, int, int]]) -> None:
+    for log, position, size in tails:
+        print(f"kcodec: warning: {log}: {size} bytes at byte {position} are not a whole batch "
+              "(left out)", file=sys.stderr)
 
 
 def export_command(args: argparse.Namespace) -> int:
@@ -461,9 +470,7 @@ def export_command(args: argparse.Namespace) -> int:
         timestamps=(args.start_timestamp, args.end_timestamp),
         include_control=args.include_control, read_committed=args.read_committed,
         threads=args.threads)
-    for log, position, size in summary.partial_tails:
-        print(f"kcodec: warning: {log}: {size} bytes at byte {position} are not a whole batch "
-              "(left out)", file=sys.stderr)
+    _warn_of_partial_tails(summary.partial_tails)
     print(f"{summary.path}: {summary.records} records from {summary.segments} segments, "
           f"{summary.format}, {summary.bytes} bytes")
     return 0

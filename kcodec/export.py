@@ -19,8 +19,12 @@ from typing import Any
 
 from kcodec._atomic import atomic_file, replaceable
 from kcodec.columnar import column_names, decode_arrow
-from kcodec.errors import CorruptRecordError, naming
-from kcodec.segments import PARTITION_FILE, Segment, iter_partition_arrow, merged_segment_files
+from kcodec.segments import (
+    PARTITION_FILE,
+    iter_partition_arrow,
+    merged_segment_files,
+    partial_tails,
+)
 
 FORMATS = ("parquet", "arrow")
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow",
@@ -75,7 +79,7 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
                 PARTITION_FILE.match(name.name)
                 and any(_same_file(name.parent, d) for d, _ in partitions)):
             raise ValueError(f"{target} is one of the files of a partition being read")
-    tails = tuple(tail for _, found in partitions for tail in _partial_tails(found))
+    tails = tuple(tail for _, found in partitions for tail in partial_tails(found))
     names = column_names(columns, include_headers, metadata)
     schema = decode_arrow(b"", columns=names).schema
     options: dict[str, Any] = {
@@ -95,24 +99,6 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
         finally:
             writer.close()
     return ExportSummary(target, kind, len(logs), records, target.stat().st_size, tails)
-
-
-def _partial_tails(logs: Sequence[Path]) -> list[tuple[Path, int, int]]:
-    """The partial batch a partition's last segment ends with, if any; CorruptRecordError
-    for one ending an earlier segment (Kafka rolls a segment after whole batches only)."""
-    found = []
-    for i, log in enumerate(logs):
-        with Segment(log) as segment:
-            tail = segment.partial_tail()
-        if tail is None:
-            continue
-        if i < len(logs) - 1:
-            with naming(log):
-                raise CorruptRecordError(
-                    f"the {tail[1]} bytes after the last whole batch of a segment that is not "
-                    "its partition's last are damage", position=tail[0])
-        found.append((log, *tail))
-    return found
 
 
 def _format_of(target: Path, format: str | None) -> str:

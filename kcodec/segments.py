@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kcodec._atomic import fsync_directory, staging_directory
+from kcodec._atomic import ASIDE_NAME, fsync_directory, staging_directory
 from kcodec._batch import BatchReader, RecordBatch, read_batches, read_entries_for_columns
 from kcodec._legacy import LegacyBatch
 from kcodec.columnar import INT64_MAX, INT64_MIN, iter_arrow, iter_columns
@@ -36,22 +36,27 @@ Chunk = TypeVar("Chunk")   # an Arrow record batch, or iter_columns' dict of num
 SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 #: The files a broker keeps in a partition directory: segments and their indexes, producer
 #: state snapshots (each also renamed on its way out), the leader epochs, the topic id.
+#: A KRaft metadata partition also keeps its snapshots (<offset>-<epoch>.checkpoint, and
+#: .part or .deleted on their way in or out) and its quorum state.
 PARTITION_FILE = re.compile(r"^(\d{20}\.(log|index|timeindex|txnindex|snapshot)"
                             r"(\.(deleted|cleaned|swap))?|leader-epoch-checkpoint"
-                            r"|partition\.metadata)$")
+                            r"|partition\.metadata|\d{20}-\d{10}\.checkpoint(\.(part|deleted))?"
+                            r"|quorum-state)$")
 PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 RENAMED_SUFFIX = re.compile(r"\.[0-9a-f]{32}-(delete|future|stray)$")
 # the indexes hold offsets relative to their segment's base offset, as int32
 MAX_RELATIVE_OFFSET = (1 << 31) - 1
-#: A .txnindex entry: version, producer id, first offset, last offset, last stable offset.
+#: A .txnindex entry: version (int16, of which Kafka reads the first byte), producer id,
+#: first offset, last offset, last stable offset.
 TXN_ENTRY = struct.Struct(">hqqqq")
 #: An .index entry: offset relative to the segment's base offset, position in the log.
 OFFSET_INDEX_ENTRY = struct.Struct(">ii")
 #: A .timeindex entry: timestamp, offset relative to the segment's base offset.
 TIME_INDEX_ENTRY = struct.Struct(">qi")
-#: Kafka's defaults: index.interval.bytes, segment.bytes.
+#: Kafka's defaults: index.interval.bytes, segment.bytes, segment.index.bytes.
 INDEX_INTERVAL_BYTES = 4096
 SEGMENT_BYTES = 1 << 30
+SEGMENT_INDEX_BYTES = 10 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,12 +114,14 @@ def read_time_index(path: str | os.PathLike[str], base_offset: int) -> list[Time
 
 def read_transaction_index(path: str | os.PathLike[str]) -> list[AbortedTransaction]:
     """The entries of a ``.txnindex`` file (34 bytes each; a partial last one, from a
-    write cut short, is left out). An entry of a version past 0 is refused, as Kafka's
-    TransactionIndex refuses it (CorruptRecordError)."""
+    write cut short, is left out). An entry's version is its first byte, signed, as Kafka's
+    AbortedTxn reads it; one past 0 is refused, as Kafka's TransactionIndex refuses it
+    (CorruptRecordError)."""
     data = Path(path).read_bytes()
     entries = []
     for at in range(0, len(data) - len(data) % TXN_ENTRY.size, TXN_ENTRY.size):
-        version, producer_id, first, last, last_stable = TXN_ENTRY.unpack_from(data, at)
+        _, producer_id, first, last, last_stable = TXN_ENTRY.unpack_from(data, at)
+        version = int.from_bytes(data[at:at + 1], "big", signed=True)
         if version > 0:
             raise CorruptRecordError(f"Unexpected aborted transaction version {version} in "
                                      f"transaction index {path}, current version is 0",
@@ -351,6 +358,24 @@ class Segment:
         return problems
 
 
+def partial_tails(logs: Sequence[Path]) -> list[tuple[Path, int, int]]:
+    """The partial batch a partition's last segment ends with, if any; CorruptRecordError
+    for one ending an earlier segment (Kafka rolls a segment after whole batches only)."""
+    found = []
+    for i, log in enumerate(logs):
+        with Segment(log) as segment:
+            tail = segment.partial_tail()
+        if tail is None:
+            continue
+        if i < len(logs) - 1:
+            with naming(log):
+                raise CorruptRecordError(
+                    f"the {tail[1]} bytes after the last whole batch of a segment that is not "
+                    "its partition's last are damage", position=tail[0])
+        found.append((log, *tail))
+    return found
+
+
 def partition_of(directory: str | os.PathLike[str]) -> tuple[str, int] | None:
     """(topic, partition) from a ``<topic>-<partition>`` directory name (split at the last -),
     also when renamed ``<topic>-<partition>.<uuid>-delete`` (or ``-future``, ``-stray``)."""
@@ -477,7 +502,9 @@ def segment_files(root: str | os.PathLike[str]) -> list[tuple[Path, list[Path]]]
     """(partition directory, its segments in offset order) for a ``.log`` file, or for every
     directory holding segments at or below ``root``, but for partitions a broker renamed
     (``<topic>-<partition>.<uuid>-delete``, ``-future``, ``-stray``: awaiting deletion, or
-    another copy of a live partition), which no consumer reads, unless ``root`` is one."""
+    another copy of a live partition), which no consumer reads, and for partitions kcodec
+    was writing (``.<name>.<random>.partial``, left by a process killed mid-write), unless
+    ``root`` is one."""
     top = Path(root)
     if top.is_file():
         return [(top.parent, [top])]
@@ -485,7 +512,8 @@ def segment_files(root: str | os.PathLike[str]) -> list[tuple[Path, list[Path]]]
         raise FileNotFoundError(f"no such file or directory: {top}")
     found: dict[Path, list[Path]] = {}
     for log in top.rglob("*.log"):
-        renamed = log.parent != top and RENAMED_SUFFIX.search(log.parent.name)
+        renamed = log.parent != top and (RENAMED_SUFFIX.search(log.parent.name)
+                                         or ASIDE_NAME.match(log.parent.name))
         if SEGMENT_NAME.match(log.name) and not renamed:
             found.setdefault(log.parent, []).append(log)
     return [(directory, sorted(found[directory])) for directory in sorted(found)]
@@ -508,97 +536,125 @@ def merged_segment_files(sources: Iterable[str | os.PathLike[str]],
             for directory, known in merged.values()]
 
 
-def log_directories(path: str | os.PathLike[str]) -> list[Path]:
-    """A ``.log`` file itself, or every directory holding segments at or below ``path``
-    (a partition, a log directory, or a tree of them)."""
-    p = Path(path)
-    return [p] if p.is_file() else [directory for directory, _ in segment_files(p)]
+class _SegmentBeingWritten:
+    """A segment's batches as they are appended, with the .index and .timeindex entries
+    LogSegment.append makes for them."""
 
+    def __init__(self, base_offset: int, interval: int, index_bytes: int) -> None:
+        self.base_offset = base_offset
+        self.batches: list[bytes] = []
+        self.size = 0
+        self.index, self.time_index = bytearray(), bytearray()
+        self._interval = interval
+        self._max_offset_entries = index_bytes // OFFSET_INDEX_ENTRY.size
+        self._max_time_entries = index_bytes // TIME_INDEX_ENTRY.size
+        self._since_last_entry = 0
+        # TimeIndex.maybeAppend takes only a timestamp past the last entry's, -1 while
+        # empty: magic-0 data (no timestamps) leaves the time index empty
+        self._max_timestamp, self._offset_of_max, self._last_time_entry = -1, base_offset, -1
 
-def _index_entries(batches: Iterable[bytes], base_offset: int,
-                   interval: int) -> tuple[bytes, bytes, int]:
-    """The .index and .timeindex a broker writes while appending these batches, as
-    LogSegment.append does; returns them and the log size."""
-    index, time_index = bytearray(), bytearray()
-    position = since_last = 0
-    # TimeIndex.maybeAppend takes only a timestamp past the last entry's, -1 while empty:
-    # magic-0 data (no timestamps) leaves the time index empty
-    max_ts, max_ts_offset, last_time_entry = -1, base_offset, -1
-    for raw in batches:
-        (entry,) = read_batches(raw, validate_crc=False)
-        if entry.max_timestamp > max_ts:
-            max_ts, max_ts_offset = entry.max_timestamp, entry.last_offset
-        if since_last > interval:
-            index += OFFSET_INDEX_ENTRY.pack(entry.last_offset - base_offset, position)
-            if max_ts > last_time_entry:
-                time_index += TIME_INDEX_ENTRY.pack(max_ts, max_ts_offset - base_offset)
-                last_time_entry = max_ts
-            since_last = 0
-        since_last += len(raw)
-        position += len(raw)
-    if max_ts > last_time_entry:
-        time_index += TIME_INDEX_ENTRY.pack(max_ts, max_ts_offset - base_offset)  # on roll/close
-    return bytes(index), bytes(time_index), position
+    def must_roll_for(self, size: int, last_offset: int, segment_bytes: int) -> bool:
+        """Whether a batch of ``size`` bytes ending at ``last_offset`` goes into a new
+        segment (LogSegment.shouldRoll, but for time): this one would pass segment.bytes,
+        an index is full, or the offset lies past an int32 from the base (the indexes hold
+        offsets relative to it)."""
+        return bool(self.batches) and (
+            self.size > segment_bytes - size
+            or len(self.index) // OFFSET_INDEX_ENTRY.size >= self._max_offset_entries
+            or len(self.time_index) // TIME_INDEX_ENTRY.size >= self._max_time_entries
+            or last_offset - self.base_offset > MAX_RELATIVE_OFFSET)
+
+    def append(self, raw: bytes, entry: Entry) -> None:
+        if entry.max_timestamp > self._max_timestamp:
+            self._max_timestamp, self._offset_of_max = entry.max_timestamp, entry.last_offset
+        if self._since_last_entry > self._interval:
+            self.index += OFFSET_INDEX_ENTRY.pack(entry.last_offset - self.base_offset, self.size)
+            self._time_entry()
+            self._since_last_entry = 0
+        self._since_last_entry += len(raw)
+        self.size += len(raw)
+        self.batches.append(raw)
+
+    def _time_entry(self) -> None:
+        if self._max_timestamp > self._last_time_entry:
+            self.time_index += TIME_INDEX_ENTRY.pack(self._max_timestamp,
+                                                     self._offset_of_max - self.base_offset)
+            self._last_time_entry = self._max_timestamp
+
+    def write(self, directory: Path) -> None:
+        """The segment's files, with the time index entry a roll or close adds."""
+        self._time_entry()
+        name = f"{self.base_offset:020d}"
+        for suffix, content in ((".log", b"".join(self.batches)), (".index", self.index),
+                                (".timeindex", self.time_index)):
+            with open(directory / (name + suffix), "wb") as f:
+                f.write(content)
+                f.flush()
+                os.fsync(f.fileno())
 
 
 def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes], *,
                     index_interval_bytes: int = INDEX_INTERVAL_BYTES,
                     segment_bytes: int = SEGMENT_BYTES,
+                    segment_index_bytes: int = SEGMENT_INDEX_BYTES,
                     aborted: Sequence[AbortedTransaction] = (),
                     log_end_offset: int | None = None) -> Path:
     """Write ``batches`` (each the bytes of one batch or log entry) as a partition directory.
 
-    Segments roll at ``segment_bytes``, or where an offset lies more than 2**31 - 1 past
-    the segment's first, and are named by their first offset; each gets its ``.index`` and
-    ``.timeindex``, and a ``.txnindex`` of the ``aborted`` transactions whose ABORT marker
-    (``last_offset``) it holds. The directory must not exist yet: it appears whole or not
-    at all (written aside, fsynced, renamed). Offsets must increase from batch to batch,
-    as a log's do (else InvalidRecordError, at the batch's byte in the batches joined).
-    With ``log_end_offset``, an empty segment of that base offset ends the partition, as
-    one does when the last segment was rolled, or emptied by the cleaner or retention:
-    Kafka takes the log end offset from its name (ValueError if below the offset after the
-    last batch).
+    Segments roll as a broker's do, at ``segment_bytes``, when an index holds
+    ``segment_index_bytes`` of entries, or where an offset lies more than 2**31 - 1 past
+    the segment's base, and are named by their base offset: a batch's first offset, or
+    for a legacy entry (whose first offset a follower does not decompress) the greater of
+    the offset after the last one written and its last offset less 2**31 - 1. Each gets
+    its ``.index`` and ``.timeindex``, and a ``.txnindex`` of the ``aborted`` transactions
+    whose ABORT marker (``last_offset``) it holds, in the order they ended. The directory
+    must not exist yet: it appears whole or not at all (written aside, fsynced, renamed).
+    Offsets must be 0 or more and increase from batch to batch, as a log's do (else
+    InvalidRecordError, at the batch's byte in the batches joined). With
+    ``log_end_offset``, an empty segment of that base offset ends the partition, as one
+    does when the last segment was rolled, or emptied by the cleaner or retention: Kafka
+    takes the log end offset from its name (ValueError if below the offset after the last
+    batch).
     """
     if not 0 < segment_bytes <= MAX_RELATIVE_OFFSET:
         raise ValueError(f"segment_bytes must be 1..{MAX_RELATIVE_OFFSET} (an index holds "
                          f"positions as int32), not {segment_bytes}")
+    if segment_index_bytes < TIME_INDEX_ENTRY.size:
+        raise ValueError(f"segment_index_bytes must hold an entry of each index "
+                         f"({TIME_INDEX_ENTRY.size} bytes or more), not {segment_index_bytes}")
     target = Path(directory)
     if target.exists():
         raise FileExistsError(f"{target} exists; kcodec never overwrites a partition")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_directory(target)
+
+    def new_segment(base_offset: int) -> _SegmentBeingWritten:
+        bases.append(base_offset)
+        return _SegmentBeingWritten(base_offset, index_interval_bytes, segment_index_bytes)
+
     try:
-        segment: list[bytes] = []
-        size = 0
-        base = None
         bases: list[int] = []   # of the segments written
+        segment = None
         position, previous = 0, None   # (in the batches joined; the last offset before)
         for raw in batches:
             (entry,) = read_batches(raw, validate_crc=False)
             first = entry.base_offset  # a legacy wrapper is decoded to find it
             _check_increasing(entry, first, previous, position)
+            if segment is None or segment.must_roll_for(len(raw), entry.last_offset,
+                                                        segment_bytes):
+                if segment is not None:
+                    segment.write(staging)
+                segment = new_segment(_roll_offset(entry, first, previous))
+            segment.append(bytes(raw), entry)
             position, previous = position + len(raw), entry.last_offset
-            # a segment also rolls where an offset would lie past an int32 from its base
-            # (LogSegment.shouldRoll: the indexes hold offsets relative to it)
-            if segment and (size + len(raw) > segment_bytes
-                            or entry.last_offset - (base or 0) > MAX_RELATIVE_OFFSET):
-                bases.append(base or 0)
-                _write_segment(staging, base or 0, segment, index_interval_bytes)
-                segment, size = [], 0
-            if not segment:
-                base = first
-            segment.append(bytes(raw))
-            size += len(raw)
-        if segment:
-            bases.append(base or 0)
-            _write_segment(staging, base or 0, segment, index_interval_bytes)
+        if segment is not None:
+            segment.write(staging)
         if log_end_offset is not None:
             least = 0 if previous is None else previous + 1
             if not least <= log_end_offset <= INT64_MAX:
                 raise ValueError(f"log_end_offset must be {least}..{INT64_MAX} (past the "
                                  f"batches' offsets), not {log_end_offset}")
-            bases.append(log_end_offset)
-            _write_segment(staging, log_end_offset, [], index_interval_bytes)
+            new_segment(log_end_offset).write(staging)
         _write_transaction_indexes(staging, bases, aborted)
         fsync_directory(staging)
         os.rename(staging, target)
@@ -609,33 +665,37 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
     return target
 
 
+def _roll_offset(entry: Entry, first: int, previous: int | None) -> int:
+    """The base offset of a segment starting with ``entry`` (UnifiedLog.maybeRoll): a
+    batch's first offset; for a legacy entry, the offset after ``previous`` (the log end
+    offset) unless its last offset lies past an int32 from there. A partition's first
+    segment starts at its first offset."""
+    if isinstance(entry, RecordBatch):
+        return first
+    start = first if previous is None else previous + 1
+    return max(start, entry.last_offset - MAX_RELATIVE_OFFSET)
+
+
 def _check_increasing(entry: Entry, first: int, previous: int | None, position: int) -> None:
     """Refuse a batch whose offsets do not follow ``previous`` (UnifiedLog's "out of order
-    offsets"), or run backwards themselves: its index entries would fall before its
-    segment's base offset."""
+    offsets"), run backwards themselves (its index entries would fall before its
+    segment's base offset), or start below 0 (where no log starts)."""
+    if first < 0 and previous is None:
+        raise InvalidRecordError(f"a batch of offsets {first} to {entry.last_offset}: a log's "
+                                 "offsets start at 0 or more", position=position)
     if entry.last_offset < first or (previous is not None and first <= previous):
         after = "" if previous is None else f" after offset {previous}"
         raise InvalidRecordError(f"Out of order offsets: a batch of offsets {first} to "
                                  f"{entry.last_offset}{after}", position=position)
 
 
-def _write_segment(directory: Path, base_offset: int, batches: list[bytes], interval: int) -> None:
-    name = f"{base_offset:020d}"
-    index, time_index, _ = _index_entries(batches, base_offset, interval)
-    for suffix, content in ((".log", b"".join(batches)), (".index", index),
-                            (".timeindex", time_index)):
-        with open(directory / (name + suffix), "wb") as f:
-            f.write(content)
-            f.flush()
-            os.fsync(f.fileno())
-
-
 def _write_transaction_indexes(directory: Path, bases: list[int],
                                aborted: Sequence[AbortedTransaction]) -> None:
     """Each segment's .txnindex: the aborted transactions whose marker lies in it (before
-    the first segment: in the first), in the order given, as Kafka appends them."""
+    the first segment: in the first), in the order they ended (by ABORT marker), as Kafka
+    appends them and as its reads of the index expect."""
     entries: dict[int, bytearray] = {}
-    for txn in aborted if bases else ():
+    for txn in sorted(aborted, key=lambda txn: txn.last_offset) if bases else ():
         at = bases[max(bisect.bisect_right(bases, txn.last_offset) - 1, 0)]
         entries.setdefault(at, bytearray()).extend(TXN_ENTRY.pack(
             0, txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset))
@@ -654,7 +714,7 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
            "aborted_transactions", "base_offset_of", "fetch_aborted", "iter_partition_arrow",
-           "iter_partition_columns", "log_directories", "merged_segment_files", "open_path",
-           "partition_of", "read_log",
+           "iter_partition_columns", "merged_segment_files", "open_path",
+           "partial_tails", "partition_of", "read_log",
            "read_offset_index", "read_time_index", "read_transaction_index", "segment_files",
            "split_entries", "write_partition"]

@@ -142,7 +142,9 @@ def test_a_partition_file_that_is_not_there_yet_is_refused_too(tmp_path: Path) -
     partition = write_transactional_partition(tmp_path)
     before = sorted(p.name for p in partition.iterdir())
     for name in ("00000000000000009999.log", "00000000000000000000.txnindex",
-                 "00000000000000000007.snapshot", "leader-epoch-checkpoint"):
+                 "00000000000000000007.snapshot", "leader-epoch-checkpoint", "quorum-state",
+                 "00000000000000000042-0000000003.checkpoint",
+                 "00000000000000000042-0000000003.checkpoint.part"):
         with pytest.raises(ValueError, match="one of the files of a partition"):
             kcodec.export_segments([partition], partition / name, format="parquet")
     assert sorted(p.name for p in partition.iterdir()) == before

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -268,7 +271,7 @@ def test_sigterm_is_an_interrupt(tmp_path: Path, capsys: pytest.CaptureFixture[s
     status 143, one line, nothing left behind; the handler before is restored."""
     def terminated(*args: object, **kwargs: object) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
-    monkeypatch.setattr(segments, "_write_segment", terminated)
+    monkeypatch.setattr(segments._SegmentBeingWritten, "write", terminated)
     before = signal.getsignal(signal.SIGTERM)
     assert main(["gen", str(tmp_path / "out"), "--partitions", "1", "--records", "10"]) == 143
     assert capsys.readouterr().err == "kcodec: terminated\n"
@@ -529,6 +532,107 @@ def test_renamed_partitions_are_left_out_of_a_tree(tmp_path: Path) -> None:
     assert segments.partition_of(renamed) == ("t", 0)
 
 
+def test_transaction_indexes_list_transactions_in_the_order_they_ended(tmp_path: Path) -> None:
+    """Producer 1 opens at 0, producer 2 at 1; 2 aborts at 2, then 1 at 3. Kafka appends
+    2's entry first (TransactionIndex.append wants last offsets increasing), and a fetch
+    up to offset 3 stops at the first entry whose last stable offset reaches it: written
+    in another order, the index would hide producer 2's aborted record from a broker."""
+    from kcodec import ControlType
+    def opened(producer: int, offset: int) -> bytes:
+        builder = kcodec.BatchBuilder(base_offset=offset, producer_id=producer,
+                                      producer_epoch=0, base_sequence=0, is_transactional=True)
+        builder.append(b"p%d" % producer, timestamp=TS)
+        return builder.build()
+    def aborted(producer: int, offset: int) -> bytes:
+        return kcodec.BatchBuilder.end_txn_marker(ControlType.ABORT, producer_id=producer,
+                                                  producer_epoch=0, coordinator_epoch=0,
+                                                  base_offset=offset, timestamp=TS)
+    ended = [segments.AbortedTransaction(2, 1, 2, 0), segments.AbortedTransaction(1, 0, 3, 4)]
+    log = [opened(1, 0), opened(2, 1), aborted(2, 2), aborted(1, 3)]
+    source = segments.write_partition(tmp_path / "in" / "t-0", log, aborted=ended[::-1])
+    assert main(["convert", str(tmp_path / "in"), str(tmp_path / "out"),
+                 "--compression", "gzip"]) == 0
+    for directory in (source, tmp_path / "out" / "t-0"):
+        assert segments.read_transaction_index(directory / f"{0:020d}.txnindex") == ended
+
+
+def test_legacy_segments_roll_where_a_follower_rolls_them(tmp_path: Path) -> None:
+    """A follower does not decompress a legacy wrapper for its first offset: a segment it
+    starts with one is based at the log end offset, or at the wrapper's last offset less
+    2**31 - 1 where the inner offsets span more than an int32 (UnifiedLog.maybeRoll)."""
+    def message(offset: int, value: bytes, attributes: int = 0) -> bytes:
+        body = struct.pack(">bbqii", 1, attributes, TS, -1, len(value)) + value
+        return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body
+    # a gzip wrapper of inner offsets 0 and 3e9 (the wrapper's: its last)
+    spans = message(3_000_000_000, gzip.compress(message(0, b"a") + message(3_000_000_000, b"b"),
+                                                 mtime=0), attributes=1)
+    far = segments.write_partition(tmp_path / "wide-0", [spans])
+    assert [p.name for p in sorted(far.glob("*.log"))] == [
+        f"{3_000_000_000 - (2**31 - 1):020d}.log"]
+    with segments.Partition(far) as partition:
+        assert [r.offset for b in partition.batches() for r in b] == [0, 3_000_000_000]
+    # after a gap (a compacted log), the next segment starts at the log end offset
+    gapped = segments.write_partition(tmp_path / "gap-0", [message(5, b"x"), message(90, b"y")],
+                                      segment_bytes=len(message(5, b"x")))
+    assert [p.name for p in sorted(gapped.glob("*.log"))] == [f"{5:020d}.log", f"{6:020d}.log"]
+
+
+def test_segments_roll_when_an_index_is_full(tmp_path: Path) -> None:
+    """LogSegment.shouldRoll: a full offset or time index (segment.index.bytes) rolls."""
+    def batch(base: int) -> bytes:
+        builder = kcodec.BatchBuilder(base_offset=base)
+        builder.append(b"v", timestamp=TS + base)
+        return builder.build()
+    written = segments.write_partition(tmp_path / "t-0", [batch(i) for i in range(10)],
+                                       index_interval_bytes=0, segment_index_bytes=24)
+    with segments.Partition(written) as partition:
+        # every batch but a segment's first is indexed: two time entries fill 24 bytes
+        assert [s.base_offset for s in partition.segments] == [0, 3, 6, 9]
+        assert [len(s.time_index) for s in partition.segments] == [2, 2, 2, 1]
+        assert [len(s.index) for s in partition.segments] == [2, 2, 2, 0]
+        assert [r.offset for b in partition.batches() for r in b] == list(range(10))
+    with pytest.raises(ValueError, match="segment_index_bytes"):
+        segments.write_partition(tmp_path / "u-0", [batch(0)], segment_index_bytes=11)
+
+
+def test_negative_offsets_are_refused(tmp_path: Path) -> None:
+    builder = kcodec.BatchBuilder(base_offset=-5)
+    builder.append(b"v", timestamp=TS)
+    with pytest.raises(kcodec.errors.InvalidRecordError, match="start at 0") as caught:
+        segments.write_partition(tmp_path / "t-0", [builder.build()])
+    assert caught.value.position == 0 and list(tmp_path.iterdir()) == []
+
+
+def test_a_partition_left_by_a_killed_write_is_not_read(tmp_path: Path) -> None:
+    """A write killed outright leaves its hidden staging directory: not a partition, unless
+    asked for by its own path."""
+    live = segments.write_partition(tmp_path / "logs" / "t-0", sample_log(10))
+    left = tmp_path / "logs" / f".t-1.{'0a' * 8}.partial"
+    shutil.copytree(live, left)
+    assert [d for d, _ in segments.segment_files(tmp_path / "logs")] == [live]
+    assert [d for d, _ in segments.segment_files(left)] == [left]
+
+
+def test_convert_warns_of_a_partial_tail_and_refuses_damage(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As export: a partial batch ending the last segment is left out with a warning, one
+    ending an earlier segment is damage."""
+    source = segments.write_partition(tmp_path / "in" / "t-0", sample_log(200),
+                                      segment_bytes=1500)
+    logs = sorted(source.glob("*.log"))
+    assert len(logs) > 1
+    logs[-1].write_bytes(logs[-1].read_bytes() + bytes(11) + b"\x50tail")
+    assert main(["convert", str(source), str(tmp_path / "out")]) == 0
+    size = logs[-1].stat().st_size
+    assert capsys.readouterr().err == (f"kcodec: warning: {logs[-1]}: 16 bytes at byte "
+                                       f"{size - 16} are not a whole batch (left out)\n")
+    logs[0].write_bytes(logs[0].read_bytes() + bytes(11) + b"\x50tail")
+    assert main(["convert", str(source), str(tmp_path / "out2")]) == 1
+    err = capsys.readouterr().err
+    assert "are damage" in err and str(logs[0]) in err
+    assert not (tmp_path / "out2").exists()
+
+
 def test_convert_keeps_aborted_transactions_and_the_tree(tmp_path: Path) -> None:
     """kcodec convert carries each partition's .txnindex where the magic holds transactions,
     and converts every partition below a tree, each to the same place under the destination."""
@@ -645,13 +749,17 @@ def test_dump_transaction_indexes_snapshots_and_other_files(
                                          captured.out.splitlines()[-1]]
     assert captured.err.startswith("kcodec: error: ") and captured.err.endswith(
         f", in {corrupt}\n")
-    # an entry of a version Kafka does not know is refused, as its TransactionIndex does
+    # an entry of a version Kafka does not know is refused, as its TransactionIndex does;
+    # the version is the field's first byte, signed, as AbortedTxn.version() reads it
     future = tmp_path / "00000000000000000099.txnindex"
-    future.write_bytes(b"\0\1" + txnindex.read_bytes()[2:34])
+    future.write_bytes(b"\1\0" + txnindex.read_bytes()[2:34])
     with pytest.raises(kcodec.errors.CorruptRecordError, match="aborted transaction version 1"):
         segments.read_transaction_index(future)
     assert main(["dump", str(future)]) == 1
     capsys.readouterr()
+    for field, version in ((b"\0\1", 0), (b"\0\xff", 0), (b"\xff\0", -1)):
+        future.write_bytes(field + txnindex.read_bytes()[2:34])
+        assert [t.version for t in segments.read_transaction_index(future)] == [version]
 
 
 def test_dump_prints_paths_as_given(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -819,7 +927,7 @@ def test_an_interrupt_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
     """Ctrl-C during a write ends with status 130, one line and nothing written."""
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
-    monkeypatch.setattr(segments, "_write_segment", interrupted)
+    monkeypatch.setattr(segments._SegmentBeingWritten, "write", interrupted)
     assert main(["gen", str(tmp_path / "out"), "--partitions", "1", "--records", "10"]) == 130
     assert capsys.readouterr().err == "kcodec: interrupted\n"
     assert list((tmp_path / "out").iterdir()) == []
