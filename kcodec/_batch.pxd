@@ -91,6 +91,7 @@ cdef class BatchRun:
     cdef readonly Py_ssize_t records  # their records
     cdef bint _strict
     cdef Py_ssize_t _max_decompressed_size
+    cdef RecordBatch _batch(self, Py_ssize_t i)
     cdef RecordBatch batch_at(self, const uint8_t *start)
 
 

@@ -541,13 +541,27 @@ cdef class BatchRun:
         """Its ``i``-th batch, as read_batches reads it."""
         if not 0 <= i < self.n:
             raise IndexError(i)
-        return self.batch_at(self.buf.data + self.batches[i].position)
+        return self._batch(i)
+
+    cdef RecordBatch _batch(self, Py_ssize_t i):
+        # at the size framing found, not its length field read again: an input changed
+        # since (by another thread) must not make a batch reach past the input's end
+        return _parse_batch(self.buf, self.batches[i].position, self.batches[i].size,
+                            self._strict, self._max_decompressed_size)
 
     cdef RecordBatch batch_at(self, const uint8_t *start):
         """Its batch that starts at ``start``."""
-        return _parse_batch(self.buf, start - self.buf.data,
-                            <int32_t>kc_get_be32(start + OFF_LENGTH) + LOG_OVERHEAD,
-                            self._strict, self._max_decompressed_size)
+        cdef Py_ssize_t position = start - self.buf.data
+        cdef Py_ssize_t lo = 0, hi = self.n - 1, mid
+        while lo < hi:   # (batches lie in order of position)
+            mid = (lo + hi) // 2
+            if self.batches[mid].position < position:
+                lo = mid + 1
+            else:
+                hi = mid
+        if self.n == 0 or self.batches[lo].position != position:
+            raise ValueError(f"no batch of the run starts at byte {position}")
+        return self._batch(lo)
 
 
 cdef inline Py_ssize_t _run_batch_size(const uint8_t *p, Py_ssize_t remaining,

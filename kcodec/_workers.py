@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from kcodec._handoff import Signal, serve
@@ -51,7 +51,8 @@ class _Helper:
         self.posted = Signal()
         self.done = Signal()
         self.job: Callable[[], object] | None = None
-        self.done_before = 0   # done's count when the job running now was posted
+        self.posted_before = 0   # posted's count before the job posted last,
+        self.done_before = 0     # and done's
         self.failure: BaseException | None = None
         # (the count is read here, not by the thread: a job may be posted before it runs)
         threading.Thread(target=serve, args=(self.posted, self.done, self._run_posted, spin,
@@ -67,13 +68,18 @@ class _Helper:
             self.failure = exc
 
     def post(self, job: Callable[[], object]) -> None:
+        # in this order, so that :meth:`join` knows whether the job was posted wherever a
+        # signal's exception (Ctrl-C) stops this: only notify() posts it
         self.job = job
+        self.posted_before = self.posted.count
         self.done_before = self.done.count
         self.posted.notify()
 
     def join(self, spin: float) -> None:
-        """Wait until the job posted last is done; raise what it raised."""
-        self.done.wait_past(self.done_before, spin)
+        """Wait until the job posted last is done (at once if its posting was cut short);
+        raise what it raised."""
+        if self.posted.count != self.posted_before:
+            self.done.wait_past(self.done_before, spin)
         failure, self.failure = self.failure, None
         if failure is not None:
             raise failure
@@ -88,7 +94,7 @@ def _take(count: int) -> list[_Helper]:
     """``count`` helpers for one call: idle ones, and new ones if there are too few."""
     global _started
     with _lock:
-        taken = _idle[len(_idle) - count:] if count else []
+        taken = _idle[max(len(_idle) - count, 0):] if count else []
         del _idle[len(_idle) - len(taken):]
         first_new, _started = _started, _started + count - len(taken)
     return taken + [_Helper(IDLE_SPIN if first_new + i < _CORES - 1 else 0.0)
@@ -115,8 +121,32 @@ def run_all(work: Callable[[T], R], items: Sequence[T], threads: int) -> list[R]
     """``[work(item) for item in items]`` on up to ``threads`` threads, the caller's among
     them. When items fail, the error of the first one (in order) is raised, once every item
     already started has finished; items not yet started then are skipped."""
+    results, failure = _run(work, items, threads)
+    if failure is not None:
+        raise failure
+    return results
+
+
+def run_in_order(work: Callable[[T], R], items: Sequence[T], threads: int) -> Iterator[R]:
+    """:func:`run_all`'s results, one by one: where an item failed, those of the items
+    before it, then its error."""
+    results, failure = _run(work, items, threads)
+    yield from results
+    if failure is not None:
+        raise failure
+
+
+def _run(work: Callable[[T], R], items: Sequence[T], threads: int,
+         ) -> tuple[list[R], BaseException | None]:
+    """The results of the items before the first that failed, and its error (or None)."""
     if threads <= 1 or len(items) <= 1:
-        return [work(item) for item in items]
+        done: list[R] = []
+        for item in items:
+            try:
+                done.append(work(item))
+            except BaseException as exc:
+                return done, exc
+        return done, None
     results: list[R | None] = [None] * len(items)
     failures: dict[int, BaseException] = {}
     claims = itertools.count()   # next() on it is atomic: each index is taken once
@@ -131,17 +161,33 @@ def run_all(work: Callable[[T], R], items: Sequence[T], threads: int) -> list[R]
                 failures[index] = exc
 
     helpers = _take(min(threads, len(items)) - 1)
-    spin = JOIN_SPIN if len(helpers) < _CORES else 0.0
-    posted: list[_Helper] = []
     try:
         for helper in helpers:
             helper.post(take_turns)
-            posted.append(helper)
         take_turns()
+    except BaseException as exc:   # a signal's (Ctrl-C) outside an item: stop the helpers
+        failures.setdefault(len(items), exc)
+        raise
     finally:
-        for helper in posted:   # (take_turns keeps every failure: a join raises none here)
-            helper.join(spin)
-        _give_back(helpers)
+        _finish(helpers, JOIN_SPIN if len(helpers) < _CORES else 0.0)
     if failures:
-        raise failures[min(failures)]
-    return results  # type: ignore[return-value]
+        first = min(failures)
+        return results[:first], failures[first]  # type: ignore[return-value]
+    return results, None  # type: ignore[return-value]
+
+
+def _finish(helpers: list[_Helper], spin: float) -> None:
+    """Wait for each helper's job, then give the helpers back. A signal's exception
+    (Ctrl-C) while waiting is raised once all are done: a helper given back while its job
+    still ran would take the next call's work as done, and write into what it gave out."""
+    interrupted: BaseException | None = None
+    for helper in helpers:
+        while True:
+            try:   # (take_turns keeps every failure: a join raises no other)
+                helper.join(spin)
+                break
+            except BaseException as exc:
+                interrupted = interrupted or exc
+    _give_back(helpers)
+    if interrupted is not None:
+        raise interrupted

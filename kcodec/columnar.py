@@ -41,7 +41,7 @@ from kcodec._groups import entry_groups, entry_totals, entry_windows
 from kcodec._legacy import LegacyBatch, LegacyRun
 from kcodec._select import select_entries
 from kcodec._stretches import decode_stretches
-from kcodec._workers import run_all
+from kcodec._workers import run_all, run_in_order
 from kcodec.arrow_batch import narrowed, record_batch
 from kcodec.errors import KcodecError
 
@@ -172,11 +172,12 @@ def int64_range(span: tuple[int, int] | None) -> tuple[int, int]:
 
 
 def _decode_groups(groups: Sequence[Sequence[Framed]], want: int, threads: int,
-                   options: dict[str, Any], finish: Callable[[dict[str, Any]], R]) -> list[R]:
-    """Each group decoded (and ``finish``-ed, on the same thread) by one of ``threads``."""
+                   options: dict[str, Any], finish: Callable[[dict[str, Any]], R]) -> Iterator[R]:
+    """Each group decoded (and ``finish``-ed, on the same thread) by one of ``threads``;
+    where one fails, the groups before it, then its error."""
     def work(group: Sequence[Framed]) -> R:
         return finish(decode_chunk(group, want, **options))
-    return run_all(work, groups, threads)
+    return run_in_order(work, groups, threads)
 
 
 def _at_least_one(**counts: int) -> None:

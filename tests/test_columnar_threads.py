@@ -131,14 +131,17 @@ def test_threads_get_a_share_of_records_each(monkeypatch: pytest.MonkeyPatch) ->
     size and are shared among fewer threads. Legacy wrappers whose record counts are
     unknown are split as asked."""
     from kcodec import columnar
-    from kcodec._workers import run_all
-    used: list[tuple[int, int]] = []   # (parts, threads) of each run_all
+    from kcodec._workers import run_all, run_in_order
+    used: list[tuple[int, int]] = []   # (parts, threads) of each run_all or run_in_order
 
-    def counted_run_all(work: Any, items: Any, threads: int) -> Any:
-        used.append((len(items), threads))
-        return run_all(work, items, threads)
+    def counted(run: Any) -> Any:
+        def counted_run(work: Any, items: Any, threads: int) -> Any:
+            used.append((len(items), threads))
+            return run(work, items, threads)
+        return counted_run
 
-    monkeypatch.setattr(columnar, "run_all", counted_run_all)
+    monkeypatch.setattr(columnar, "run_all", counted(run_all))
+    monkeypatch.setattr(columnar, "run_in_order", counted(run_in_order))
     monkeypatch.setattr(columnar, "RECORDS_A_THREAD", 2200)
     batches = []
     for base in range(0, 11000, 1100):   # ten batches of 1100 records, each framed alone
@@ -274,3 +277,59 @@ def test_a_chunk_of_everything(threads: int, monkeypatch: pytest.MonkeyPatch) ->
                                    threads=threads).equals(expected)
         chunks = list(kcodec.iter_columns(data, chunk_records=sys.maxsize, threads=threads))
         assert sum(len(c["offset"]) for c in chunks) == expected.num_rows
+
+
+@pytest.mark.parametrize("options", [{}, {"aborted_transactions": []}])
+def test_chunks_before_bad_input_arrive_before_its_error_on_any_thread(
+        options: dict[str, Any]) -> None:
+    """As with one thread: a chunk decoded beside the one that fails still comes first."""
+    data = bytearray()
+    for base in range(0, 6000, 10):
+        builder = kcodec.BatchBuilder(base_offset=base)
+        for i in range(10):
+            builder.append(b"v" * 20, timestamp=TS)
+        data += builder.build()
+    data[-1] ^= 1   # the last batch's CRC
+    for threads in (1, 2):
+        got: list[int] = []
+        with pytest.raises(kcodec.errors.ChecksumError):
+            for chunk in kcodec.iter_columns(bytes(data), chunk_records=1000, threads=threads,
+                                             **options):
+                got.extend(chunk["offset"].tolist())
+        assert got == list(range(5000))
+
+
+def test_an_input_changed_while_it_is_decoded_is_read_within_its_bounds() -> None:
+    """A codec plugin that rewrites a later batch's length (as another thread may write
+    into a bytearray being decoded): the batch is read at the size framing found."""
+    import struct
+    import zlib
+
+    from kcodec import plugins
+    data = bytearray()
+    where: list[int] = []
+
+    class Rewriting:
+        def compress(self, view: Any, level: int | None) -> bytes:
+            return zlib.compress(bytes(view))
+
+        def decompress(self, view: Any, max_size: int) -> bytes:
+            struct.pack_into(">i", data, where[0] + 8, 0x7FFFFF00)   # its length: 2 GiB
+            data[where[0] + 70] ^= 0xFF                              # and its CRC wrong
+            return zlib.decompress(bytes(view))
+
+    plugins.register("kcodec-test-rewriting", Rewriting())
+    try:
+        builder = kcodec.BatchBuilder(compression="pluggable", plugin="kcodec-test-rewriting")
+        builder.append(b"x" * 100, timestamp=TS)
+        data += builder.build()
+        for base in range(1, 50):
+            builder = kcodec.BatchBuilder(base_offset=base)
+            builder.append(b"v" * 100, key=b"k", timestamp=TS)
+            if base == 25:
+                where.append(len(data))
+            data += builder.build()
+        with pytest.raises(kcodec.errors.KcodecError):
+            kcodec.decode_columns(data)
+    finally:
+        plugins.unregister("kcodec-test-rewriting")

@@ -15,7 +15,7 @@ import pytest
 
 import kcodec
 from kcodec._handoff import Signal
-from kcodec._workers import run_all
+from kcodec._workers import run_all, run_in_order
 from kcodec.errors import ChecksumError
 
 
@@ -48,6 +48,56 @@ def test_the_first_failure_in_order_is_raised() -> None:
         with pytest.raises(ValueError) as caught:
             run_all(work, list(range(6)), threads)
         assert caught.value.args == (1,)
+
+
+def test_results_before_the_first_failure_come_first() -> None:
+    def work(item: int) -> int:
+        if item in (3, 5):
+            raise ValueError(item)
+        return item
+
+    for threads in (1, 2, 4):
+        got: list[int] = []
+        with pytest.raises(ValueError) as caught:
+            got.extend(run_in_order(work, list(range(8)), threads))
+        assert got == [0, 1, 2] and caught.value.args == (3,)
+
+
+def test_an_interrupt_leaves_the_helpers_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C just after a job is posted (here raised there at once): the call waits for
+    its helper before it raises, and gives it back idle, so the next call's results are
+    whole (a helper given back still working took the next call's work as done)."""
+    import kcodec._workers as workers
+    monkeypatch.setattr(workers, "_idle", [])
+    posted = workers._Helper.post
+    release = threading.Event()
+
+    def post_then_interrupt(helper: Any, job: Any) -> None:
+        posted(helper, job)
+        threading.Timer(0.2, release.set).start()
+        raise KeyboardInterrupt
+
+    def work(item: int) -> int:
+        if threading.current_thread().name == "kcodec-decode":
+            release.wait(10)   # the helper is still busy when the caller is interrupted
+        return item * 3
+
+    monkeypatch.setattr(workers._Helper, "post", post_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run_all(work, list(range(6)), threads=2)
+    monkeypatch.setattr(workers._Helper, "post", posted)
+    assert release.is_set() and len(workers._idle) == 1
+    for _ in range(20):
+        assert run_all(lambda i: i * 3, list(range(6)), threads=2) == [i * 3 for i in range(6)]
+
+
+def test_idle_helpers_are_taken_before_new_ones_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kcodec._workers as workers
+    monkeypatch.setattr(workers, "_idle", [])
+    monkeypatch.setattr(workers, "_started", 0)
+    run_all(abs, list(range(8)), threads=3)   # two helpers
+    run_all(abs, list(range(8)), threads=4)   # those two, and one more
+    assert workers._started == 3 and len(workers._idle) == 3
 
 
 def test_decoding_errors_name_the_first_bad_batch() -> None:
