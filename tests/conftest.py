@@ -19,8 +19,15 @@ from instrumented_build import load_libfuzzer_if_needed  # noqa: E402
 
 load_libfuzzer_if_needed()
 
+from hypothesis import settings  # noqa: E402
+
 import kcodec  # noqa: E402
-from kcodec import ControlType, segments
+from kcodec import ControlType, segments  # noqa: E402
+
+# examples run on shared machines of two cores, beside other tests' threads: their time
+# says nothing, so no example has a deadline
+settings.register_profile("kcodec", deadline=None)
+settings.load_profile("kcodec")
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Under AddressSanitizer (the sanitizer build's tests preload it), freed memory waits in

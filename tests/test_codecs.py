@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import os
+import random
 import struct
 import subprocess
 import sys
@@ -548,6 +550,32 @@ def test_limit_is_enforced(codec: Compression) -> None:
     with pytest.raises(DecompressionLimitError) as info:
         C.decompress(codec, packed, max_size=(1 << 20) - 1)
     assert info.value.error_code == 10
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_the_limit_is_exact_on_data_stored_as_it_is(codec: Compression) -> None:
+    """Incompressible data (LZ4's stored blocks, snappy's literals): the limit at its size
+    passes, a byte less fails, in a codec call and in a batch."""
+    data = random.Random(7).randbytes(70_000)
+    packed = C.compress(codec, data)
+    assert C.decompress(codec, packed, max_size=len(data)) == data
+    with pytest.raises(DecompressionLimitError):
+        C.decompress(codec, packed, max_size=len(data) - 1)
+    builder = kcodec.BatchBuilder(compression=codec)
+    builder.append(data, timestamp=0)
+    raw = builder.build()
+    records = len(C.decompress(codec, raw[61:]))
+    (batch,) = kcodec.read_batches(raw, max_decompressed_size=records)
+    assert batch.records()[0].value == data
+    with pytest.raises(DecompressionLimitError):
+        next(kcodec.read_batches(raw, max_decompressed_size=records - 1)).records()
+
+
+def test_the_limit_is_exact_over_several_gzip_members() -> None:
+    data = gzip.compress(b"a" * 100) + gzip.compress(b"b" * 100)
+    assert C.decompress("gzip", data, max_size=200) == b"a" * 100 + b"b" * 100
+    with pytest.raises(DecompressionLimitError):
+        C.decompress("gzip", data, max_size=199)
 
 
 def test_global_limit() -> None:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kcodec
-from kcodec import ControlType
+from kcodec import ControlType, TimestampType
 from kcodec.errors import CompressionError, DecompressionLimitError, InvalidRecordError, KcodecError
 
 from .columnar_rows import (
@@ -1117,3 +1117,46 @@ def test_malformed_utf8_header_keys_decode_as_java_does() -> None:
         table.validate(full=True)
         keys = [h[0]["key"] for h in table.column("headers").to_pylist()]
         assert keys == expected == ["ok", "\ufffdk"]
+
+
+def test_batch_level_columns_equal_the_row_api() -> None:
+    """magic, compression, producer, sequence, transaction and control columns, record by
+    record, as read_batches gives them: producers' batches (a first sequence of 0),
+    transactions and their markers, LogAppendTime, and legacy messages and wrappers (no
+    producer: -1)."""
+    log = bytearray()
+    idempotent = kcodec.BatchBuilder(producer_id=1000, producer_epoch=5, base_sequence=0)
+    for i in range(3):
+        idempotent.append(b"i%d" % i, timestamp=TS + i)
+    log += idempotent.build()
+    transactional = kcodec.BatchBuilder(base_offset=3, producer_id=7, producer_epoch=2,
+                                        base_sequence=40, is_transactional=True,
+                                        compression="lz4")
+    transactional.append(b"t", timestamp=TS)
+    log += transactional.build()
+    log += kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=7,
+                                              producer_epoch=2, coordinator_epoch=1,
+                                              base_offset=4, timestamp=TS)
+    stamped = kcodec.BatchBuilder(base_offset=5, timestamp_type=TimestampType.LOG_APPEND_TIME,
+                                  compression="zstd")
+    stamped.append(b"s", timestamp=TS)
+    log += stamped.build()
+    for magic, codec, base in ((0, "none", 6), (1, "none", 8), (0, "gzip", 10), (1, "snappy", 12)):
+        legacy = kcodec.BatchBuilder(magic=magic, compression=codec, base_offset=base)
+        legacy.append(b"l0", key=b"k", timestamp=TS)
+        legacy.append(b"l1", timestamp=TS + 1)
+        log += legacy.build()
+    expected = [(entry.magic, int(entry.compression), entry.producer_id, entry.producer_epoch,
+                 record.sequence, entry.is_transactional, entry.is_control,
+                 int(entry.timestamp_type))
+                for entry in kcodec.read_batches(bytes(log)) for record in entry]
+    names = ("magic", "compression", "producer_id", "producer_epoch", "sequence",
+             "is_transactional", "is_control", "timestamp_type")
+    for threads in (1, 2):
+        got = kcodec.decode_columns(bytes(log), metadata=True, include_control=True,
+                                    threads=threads)
+        assert list(zip(*(got[name].tolist() for name in names))) == expected
+        table = kcodec.decode_arrow(bytes(log), metadata=True, include_control=True,
+                                    threads=threads)
+        arrow_names = (*names[:-1], "timestampType")
+        assert list(zip(*(table.column(name).to_pylist() for name in arrow_names))) == expected

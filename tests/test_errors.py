@@ -32,6 +32,22 @@ EXAMPLES = [
 ]
 
 
+#: Kafka's codes and names (org.apache.kafka.common.protocol.Errors)
+KAFKA_ERRORS = {-1: "UNKNOWN_SERVER_ERROR", 2: "CORRUPT_MESSAGE", 10: "MESSAGE_TOO_LARGE",
+                18: "RECORD_LIST_TOO_LARGE", 32: "INVALID_TIMESTAMP",
+                43: "UNSUPPORTED_FOR_MESSAGE_FORMAT", 76: "UNSUPPORTED_COMPRESSION_TYPE",
+                87: "INVALID_RECORD"}
+
+
+@pytest.mark.parametrize("error", EXAMPLES, ids=lambda e: type(e).__name__)
+def test_codes_are_named_as_kafka_names_them(error: errors.KcodecError) -> None:
+    if error.error_code is None:
+        assert error.error_name is None
+    else:
+        assert KAFKA_ERRORS[error.error_code] == error.error_name
+        assert f"[Kafka {error.error_name}, code {error.error_code}]" in str(error)
+
+
 def test_every_error_class_has_an_example() -> None:
     classes = {cls for _, cls in inspect.getmembers(errors, inspect.isclass)
                if issubclass(cls, errors.KcodecError)}

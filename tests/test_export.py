@@ -293,3 +293,26 @@ def test_a_partial_batch_is_left_out_at_the_end_and_damage_before(
         assert main(["export", str(partition), "-o", str(target), *read_committed]) == 1
         err = capsys.readouterr().err
         assert "Invalid magic" in err and err.endswith(f", in {logs[1]}\n")
+
+
+def test_files_and_partitions_are_fsynced_before_they_are_renamed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Written aside, fsynced, renamed, and the rename made durable: an export's file, then
+    its directory; a partition's segment files, its staging directory, then its parent."""
+    synced: list[str] = []
+    fsync = os.fsync
+
+    def noted(fd: int) -> None:
+        synced.append("directory" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        fsync(fd)
+    monkeypatch.setattr(os, "fsync", noted)
+    batches = []
+    for base in (0, 1):
+        builder = kcodec.BatchBuilder(base_offset=base)
+        builder.append(b"v", timestamp=1000)
+        batches.append(builder.build())
+    partition = segments.write_partition(tmp_path / "t-0", batches, segment_bytes=1)
+    assert synced == ["file"] * 6 + ["directory", "directory"]   # two .log, .index, .timeindex
+    synced.clear()
+    kcodec.export_segments([partition], tmp_path / "out.arrow")
+    assert synced == ["file", "directory"]

@@ -361,9 +361,10 @@ def test_dump_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_dump_prints_each_inner_message_and_control_type(tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    """A wrapper's records carry their inner messages' CRCs; control types other than the
-    transaction markers print with their type id; an empty time index prints no line."""
-    import gzip
+    """A wrapper's records carry their inner messages' CRCs; control records print their
+    type, not their key and value (as kafka-dump-log), those other than the transaction
+    markers with their type id; an empty time index prints no line."""
+    from kcodec import ControlType
     builder = kcodec.BatchBuilder(magic=1, compression="gzip")
     builder.append(b"v0", key=b"k0", timestamp=TS)
     builder.append(b"v1", key=b"k1", timestamp=TS + 1)
@@ -376,6 +377,13 @@ def test_dump_prints_each_inner_message_and_control_type(tmp_path: Path,
     records = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
     assert [line.rsplit("crc: ", 1)[1] for line in records] == [f"{m.crc}}}" for m in inner]
     assert inner[0].crc != wrapper.crc
+    commit = kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=7,
+                                                producer_epoch=0, coordinator_epoch=3,
+                                                base_offset=0, timestamp=TS)
+    log.write_bytes(commit)
+    assert main(["dump", "--deep-iteration", "--print-data-log", str(log)]) == 0
+    (record,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    assert record.endswith(" endTxnMarker: COMMIT coordinatorEpoch: 3")   # no key, no payload
     unknown = kcodec.BatchBuilder(is_control=True, base_offset=0)
     unknown.append_control_record(b"\0\0\0\7", b"\0\0", timestamp=TS)   # version 0, type 7
     log.write_bytes(unknown.build())
@@ -575,6 +583,32 @@ def test_legacy_segments_roll_where_a_follower_rolls_them(tmp_path: Path) -> Non
     gapped = segments.write_partition(tmp_path / "gap-0", [message(5, b"x"), message(90, b"y")],
                                       segment_bytes=len(message(5, b"x")))
     assert [p.name for p in sorted(gapped.glob("*.log"))] == [f"{5:020d}.log", f"{6:020d}.log"]
+
+
+def test_batches_filling_a_segment_exactly_stay_in_it(tmp_path: Path) -> None:
+    """LogSegment.shouldRoll: a roll when the size would pass segment.bytes, not reach it;
+    an ABORT marker starting a segment lists its transaction in that segment's .txnindex
+    (UnifiedLog.append updates the index of the segment it appended to)."""
+    from kcodec import ControlType
+    batches = []
+    for base in range(2):
+        builder = kcodec.BatchBuilder(base_offset=base)
+        builder.append(b"v", timestamp=TS)
+        batches.append(builder.build())
+    exact = segments.write_partition(tmp_path / "t-0", batches,
+                                     segment_bytes=sum(map(len, batches)))
+    assert [p.name for p in exact.glob("*.log")] == [f"{0:020d}.log"]
+    opened = kcodec.BatchBuilder(producer_id=7, producer_epoch=0, base_sequence=0,
+                                 is_transactional=True)
+    opened.append(b"a", timestamp=TS)
+    opened.append(b"b", timestamp=TS)
+    first = opened.build()
+    marker = kcodec.BatchBuilder.end_txn_marker(ControlType.ABORT, producer_id=7,
+                                                producer_epoch=0, coordinator_epoch=0,
+                                                base_offset=2, timestamp=TS)
+    rolled = segments.write_partition(tmp_path / "u-0", [first, marker], segment_bytes=len(first),
+                                      aborted=[segments.AbortedTransaction(7, 0, 2, 3)])
+    assert [p.name for p in rolled.glob("*.txnindex")] == [f"{2:020d}.txnindex"]
 
 
 def test_segments_roll_when_an_index_is_full(tmp_path: Path) -> None:

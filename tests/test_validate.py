@@ -232,6 +232,33 @@ def test_invalid_timestamp_32(ts: int, key: str) -> None:
     kcodec.validate(produce(ts=ts), next_offset=0, now=NOW, config={key: "50000"})
 
 
+@pytest.mark.parametrize("key", ["message.timestamp.before.max.ms",
+                                 "message.timestamp.after.max.ms"])
+def test_a_timestamp_at_the_bound_is_accepted(key: str) -> None:
+    """LogValidator refuses a timestamp strictly past the bound."""
+    late = key == "message.timestamp.before.max.ms"
+    at_bound = NOW - 5000 if late else NOW + 5000
+    kcodec.validate(produce(1, ts=at_bound), next_offset=0, now=NOW, config={key: "5000"})
+    with pytest.raises(InvalidTimestampError):
+        kcodec.validate(produce(1, ts=at_bound + (-1 if late else 1)), next_offset=0, now=NOW,
+                        config={key: "5000"})
+
+
+def test_max_message_bytes_is_kafkas_by_default() -> None:
+    """1 MiB and a log entry's overhead (12 bytes): a batch of that size passes, one more
+    byte does not."""
+    assert TopicConfig.from_properties({}).max_message_bytes == 1048588
+    def batch(size: int) -> bytes:
+        builder = kcodec.BatchBuilder()
+        builder.append(b"x" * (size - 61 - 11), timestamp=NOW)   # (7 bytes, 2 varints of 3)
+        built = builder.build()
+        assert len(built) == size
+        return built
+    kcodec.validate(batch(1048588), next_offset=0, now=NOW)
+    with pytest.raises(RecordTooLargeError):
+        kcodec.validate(batch(1048589), next_offset=0, now=NOW)
+
+
 def test_log_append_time_set_by_a_producer_is_32() -> None:
     data = produce(timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=NOW)
     with pytest.raises(InvalidTimestampError, match="LogAppendTime"):
