@@ -19,7 +19,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
         f"({exc}); install kcodec with pip (it builds them) instead of importing the source tree"
     ) from exc
 
-from kcodec import codecs, errors, plugins
+# the modules the README names as kcodec.<module> (dump, cli and spark load on demand)
+from kcodec import codecs, errors, kip931, kraft, plugins, producer_snapshot, segments
 from kcodec.codecs import compress, decompress
 from kcodec.columnar import decode_arrow, decode_columns, iter_arrow, iter_columns
 from kcodec.config import ProducerConfig, TopicConfig
@@ -66,7 +67,11 @@ __all__ = [
     "errors",
     "iter_arrow",
     "iter_columns",
+    "kip931",
+    "kraft",
     "plugins",
+    "producer_snapshot",
     "read_batches",
+    "segments",
     "validate",
 ]

@@ -14,7 +14,7 @@ BACKEND_ENV = "KCODEC_CRC32C"
 
 _wanted = os.environ.get(BACKEND_ENV, "").strip().lower()
 if kc_crc32c_init(_wanted.encode("ascii", "replace")) < 0:
-    raise ImportError(f"{BACKEND_ENV}={_wanted!r}: not a CRC-32C backend this CPU and build "
+    raise ValueError(f"{BACKEND_ENV}={_wanted!r}: not a CRC-32C backend this CPU and build "
                       f"have; expected 'auto', 'portable', 'sse4.2', 'vpclmulqdq' or 'armv8'")
 
 

@@ -201,7 +201,10 @@ class ProducerConfig:
         if "compression.type" in props and "compression.codec" in props:
             raise ValueError("give compression.type or the 0.7-era compression.codec, not both")
         if "compression.codec" in props:
-            codec_id = _number(props, "compression.codec", 0, -INT32_MAX - 1, INT32_MAX)
+            try:
+                codec_id = _number(props, "compression.codec", 0, -INT32_MAX - 1, INT32_MAX)
+            except ValueError as exc:   # (not a number: no codec Kafka defines either)
+                raise UnknownCompressionTypeError(str(exc)) from None
             if codec_id not in (0, 1, 2, 3):
                 raise UnknownCompressionTypeError(
                     f"compression.codec={codec_id}: expected 0, 1, 2 or 3")

@@ -24,6 +24,7 @@ from kcodec.errors import (
     InvalidRecordError,
     InvalidTimestampError,
     KcodecError,
+    LossyConversionError,
     UnsupportedCompressionTypeError,
 )
 
@@ -36,10 +37,6 @@ Entry = RecordBatch | LegacyBatch
 
 class LossyConversionWarning(UserWarning):
     """A conversion dropped what its target format cannot hold."""
-
-
-class LossyConversionError(KcodecError):
-    """A conversion would drop data, and ``on_loss="raise"`` was asked for."""
 
 
 @dataclasses.dataclass

@@ -16,13 +16,14 @@ from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
 from kcodec.codecs import decompress
 from kcodec.constants import ControlType, TimestampType
-from kcodec.errors import CorruptIndexError, CorruptRecordError, KcodecError
+from kcodec.errors import CorruptRecordError, KcodecError
 from kcodec.kraft import DUMP_LABELS, kafka_json, read_kraft_control
 from kcodec.producer_snapshot import read_producer_snapshot
 from kcodec.segments import (
     OFFSET_INDEX_ENTRY,
     TIME_INDEX_ENTRY,
     Segment,
+    check_index_sanity,
     read_offset_index,
     read_transaction_index,
 )
@@ -260,7 +261,7 @@ def dump_index_lines(path: str | Path, findings: DumpFindings | None = None,
             yield f"{java_path(path)} is empty."
             return
         if sanity_only:
-            _check_sanity(p, base)
+            check_index_sanity(p, base, _absolute(path))
             yield f"{java_path(path)} passed sanity check."
             return
         if entries is None:
@@ -276,43 +277,6 @@ def dump_index_lines(path: str | Path, findings: DumpFindings | None = None,
                     (entry.offset, found[1]))
             if not verify_only:
                 yield f"offset: {entry.offset} position: {entry.position}"
-
-
-def _check_sanity(path: Path, base: int) -> None:
-    """OffsetIndex.sanityCheck and TimeIndex.sanityCheck: the last entry (of every entry
-    the file holds, a zero-filled tail's too) not before the first, and whole entries;
-    CorruptIndexError, with Kafka's message, if not."""
-    data = path.read_bytes()
-    name = _absolute(path)
-    if path.suffix == ".timeindex":
-        count = len(data) // TIME_INDEX_ENTRY.size
-        if count:
-            first = TIME_INDEX_ENTRY.unpack_from(data, 0)[0]
-            last, relative = TIME_INDEX_ENTRY.unpack_from(data,
-                                                          (count - 1) * TIME_INDEX_ENTRY.size)
-            if last < first:
-                raise CorruptIndexError(
-                    f"Corrupt time index found, time index file ({name}) has non-zero size but "
-                    f"the last timestamp is {last} which is less than the first timestamp {first}")
-            if relative < 0:
-                raise CorruptIndexError(
-                    f"Corrupt time index found, time index file ({name}) has non-zero size but "
-                    f"the last offset is {base + relative} which is less than the first offset "
-                    f"{base}")
-        if len(data) % TIME_INDEX_ENTRY.size:
-            raise CorruptIndexError(f"Time index file {name} is corrupt, found {len(data)} "
-                                    "bytes which is neither positive nor a multiple of 12")
-        return
-    count = len(data) // OFFSET_INDEX_ENTRY.size
-    if count:
-        relative = OFFSET_INDEX_ENTRY.unpack_from(data, (count - 1) * OFFSET_INDEX_ENTRY.size)[0]
-        if relative < 0:
-            raise CorruptIndexError(
-                f"Corrupt index found, index file {name} has non-zero size but the last offset "
-                f"is {base + relative} which is less than the base offset {base}")
-    if len(data) % OFFSET_INDEX_ENTRY.size:
-        raise CorruptIndexError(f"Index file {name} is corrupt, found {len(data)} bytes which "
-                                "is neither positive nor a multiple of 8")
 
 
 def _last_offsets(segment: Segment, position: int, offset: int) -> Iterator[tuple[int, int]]:

@@ -157,6 +157,11 @@ class CorruptIndexError(KcodecError):
     its segment at start-up)."""
 
 
+class LossyConversionError(KcodecError):
+    """A conversion would drop what its target magic cannot hold, and ``on_loss="raise"``
+    was asked for (Kafka's down-conversion drops it without a word: no error code)."""
+
+
 @contextlib.contextmanager
 def naming(path: str | os.PathLike[str]) -> Iterator[None]:
     """Name the file ``path`` (as a note, ``in <path>``) in the kcodec errors raised within."""
@@ -176,6 +181,7 @@ __all__ = [
     "InvalidRecordError",
     "InvalidTimestampError",
     "KcodecError",
+    "LossyConversionError",
     "RecordListTooLargeError",
     "RecordTooLargeError",
     "UnknownCompressionTypeError",

@@ -26,7 +26,13 @@ from kcodec._atomic import ASIDE_NAME, fsync_directory, staging_directory
 from kcodec._batch import BatchReader, RecordBatch, read_batches, read_entries_for_columns
 from kcodec._legacy import LegacyBatch
 from kcodec.columnar import INT64_MAX, INT64_MIN, iter_arrow, iter_columns
-from kcodec.errors import CorruptRecordError, InvalidRecordError, KcodecError, naming
+from kcodec.errors import (
+    CorruptIndexError,
+    CorruptRecordError,
+    InvalidRecordError,
+    KcodecError,
+    naming,
+)
 
 if TYPE_CHECKING:
     import pyarrow
@@ -128,6 +134,47 @@ def read_transaction_index(path: str | os.PathLike[str]) -> list[AbortedTransact
                                      position=at)
         entries.append(AbortedTransaction(producer_id, first, last, last_stable, version))
     return entries
+
+
+def check_index_sanity(path: str | os.PathLike[str], base_offset: int,
+                       name: str | None = None) -> None:
+    """OffsetIndex.sanityCheck and TimeIndex.sanityCheck: the last entry (of every entry
+    the file holds, a zero-filled tail's too) not before the first, and whole entries;
+    CorruptIndexError, with Kafka's message (naming the file ``name``, by default its
+    absolute path), if not: the check a broker makes of a segment's indexes at start-up,
+    to decide whether to rebuild them."""
+    data = Path(path).read_bytes()
+    name = os.path.abspath(path) if name is None else name
+    base = base_offset
+    if Path(path).suffix == ".timeindex":
+        count = len(data) // TIME_INDEX_ENTRY.size
+        if count:
+            first = TIME_INDEX_ENTRY.unpack_from(data, 0)[0]
+            last, relative = TIME_INDEX_ENTRY.unpack_from(data,
+                                                          (count - 1) * TIME_INDEX_ENTRY.size)
+            if last < first:
+                raise CorruptIndexError(
+                    f"Corrupt time index found, time index file ({name}) has non-zero size but "
+                    f"the last timestamp is {last} which is less than the first timestamp {first}")
+            if relative < 0:
+                raise CorruptIndexError(
+                    f"Corrupt time index found, time index file ({name}) has non-zero size but "
+                    f"the last offset is {base + relative} which is less than the first offset "
+                    f"{base}")
+        if len(data) % TIME_INDEX_ENTRY.size:
+            raise CorruptIndexError(f"Time index file {name} is corrupt, found {len(data)} "
+                                    "bytes which is neither positive nor a multiple of 12")
+        return
+    count = len(data) // OFFSET_INDEX_ENTRY.size
+    if count:
+        relative = OFFSET_INDEX_ENTRY.unpack_from(data, (count - 1) * OFFSET_INDEX_ENTRY.size)[0]
+        if relative < 0:
+            raise CorruptIndexError(
+                f"Corrupt index found, index file {name} has non-zero size but the last offset "
+                f"is {base + relative} which is less than the base offset {base}")
+    if len(data) % OFFSET_INDEX_ENTRY.size:
+        raise CorruptIndexError(f"Index file {name} is corrupt, found {len(data)} bytes which "
+                                "is neither positive nor a multiple of 8")
 
 
 def aborted_transactions(directory: str | os.PathLike[str]) -> list[AbortedTransaction]:
@@ -336,22 +383,39 @@ class Segment:
         return None
 
     def verify_indexes(self) -> list[str]:
-        """Problems found comparing the indexes with the log (empty: they agree)."""
+        """Problems found comparing the indexes with the log (empty: they agree): an index a
+        broker would rebuild at start-up (:func:`check_index_sanity`); an offset index entry
+        that does not point at a batch holding its offset, or does not follow the entry
+        before; a time index entry whose offset is not a batch's last or whose timestamp is
+        not that batch's greatest, or goes back in time (kafka-dump-log's checks)."""
         problems = []
-        starts = {}
+        for path in (self.path.with_suffix(".index"), self.path.with_suffix(".timeindex")):
+            if path.exists():
+                try:
+                    check_index_sanity(path, self.base_offset)
+                except CorruptIndexError as exc:
+                    problems.append(str(exc))
+        starts, ends = {}, {}
         for batch in self.reader(validate_crc=False):
-            starts[batch.position] = batch
+            starts[batch.position] = ends[batch.last_offset] = batch
         previous = None
         for entry in self.index:
             found = starts.get(entry.position)
             if found is None:
                 problems.append(f"index entry {entry} does not point at a batch")
-            elif not (found.last_offset >= entry.offset and
+            elif not (found.base_offset <= entry.offset <= found.last_offset and
                       (previous is None or entry.offset > previous.offset)):
                 problems.append(f"index entry {entry} does not match the batch at its position")
             previous = entry
         last_ts = None
         for time_entry in self.time_index:
+            ending = ends.get(time_entry.offset)
+            if ending is None:
+                problems.append(f"time index entry {time_entry} does not name a batch's last "
+                                "offset")
+            elif ending.max_timestamp != time_entry.timestamp:
+                problems.append(f"time index entry {time_entry} does not match the greatest "
+                                f"timestamp of its batch, {ending.max_timestamp}")
             if last_ts is not None and time_entry.timestamp < last_ts:
                 problems.append(f"time index entry {time_entry} goes back in time")
             last_ts = time_entry.timestamp
@@ -593,13 +657,14 @@ class _SegmentBeingWritten:
                 os.fsync(f.fileno())
 
 
-def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes], *,
+def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes | Entry], *,
                     index_interval_bytes: int = INDEX_INTERVAL_BYTES,
                     segment_bytes: int = SEGMENT_BYTES,
                     segment_index_bytes: int = SEGMENT_INDEX_BYTES,
                     aborted: Sequence[AbortedTransaction] = (),
                     log_end_offset: int | None = None) -> Path:
-    """Write ``batches`` (each the bytes of one batch or log entry) as a partition directory.
+    """Write ``batches`` (each the bytes of one batch or log entry, or an entry read_batches
+    or a Segment gave) as a partition directory.
 
     Segments roll as a broker's do, at ``segment_bytes``, when an index holds
     ``segment_index_bytes`` of entries, or where an offset lies more than 2**31 - 1 past
@@ -636,7 +701,8 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes],
         bases: list[int] = []   # of the segments written
         segment = None
         position, previous = 0, None   # (in the batches joined; the last offset before)
-        for raw in batches:
+        for given in batches:
+            raw = given.buffer if isinstance(given, (RecordBatch, LegacyBatch)) else given
             (entry,) = read_batches(raw, validate_crc=False)
             first = entry.base_offset  # a legacy wrapper is decoded to find it
             _check_increasing(entry, first, previous, position)
@@ -713,8 +779,8 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 
 
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
-           "aborted_transactions", "base_offset_of", "fetch_aborted", "iter_partition_arrow",
-           "iter_partition_columns", "merged_segment_files", "open_path",
-           "partial_tails", "partition_of", "read_log",
-           "read_offset_index", "read_time_index", "read_transaction_index", "segment_files",
-           "split_entries", "write_partition"]
+           "aborted_transactions", "base_offset_of", "check_index_sanity", "fetch_aborted",
+           "iter_partition_arrow", "iter_partition_columns", "merged_segment_files",
+           "open_path", "partial_tails", "partition_of", "read_log", "read_offset_index",
+           "read_time_index", "read_transaction_index", "segment_files", "split_entries",
+           "write_partition"]

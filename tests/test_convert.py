@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 import kcodec
 from kcodec import ControlType, TimestampType
-from kcodec.convert import LossyConversionError
-from kcodec.errors import UnsupportedCompressionTypeError
+from kcodec.errors import LossyConversionError, UnsupportedCompressionTypeError
 
 TS = 1700000000000
 

@@ -29,6 +29,7 @@ EXAMPLES = [
     errors.UnknownServerError("Magic v1 does not support record headers", position=0),
     errors.DecompressionLimitError.exceeding(1 << 20),
     errors.CorruptIndexError("Index file x.index is corrupt, found 3 bytes"),
+    errors.LossyConversionError("magic 1 cannot hold record headers"),
 ]
 
 

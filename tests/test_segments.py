@@ -13,6 +13,7 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -583,6 +584,45 @@ def test_legacy_segments_roll_where_a_follower_rolls_them(tmp_path: Path) -> Non
     gapped = segments.write_partition(tmp_path / "gap-0", [message(5, b"x"), message(90, b"y")],
                                       segment_bytes=len(message(5, b"x")))
     assert [p.name for p in sorted(gapped.glob("*.log"))] == [f"{5:020d}.log", f"{6:020d}.log"]
+
+
+def test_verify_names_what_kafka_dump_log_finds_in_indexes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An offset index entry below its batch's first offset, a time index entry whose
+    timestamp its batch does not have, an index whose size is not whole entries."""
+    def damaged(name: str, suffix: str, change: Any) -> Path:
+        written = segments.write_partition(tmp_path / name, sample_log(200),
+                                           index_interval_bytes=100)
+        index = next(written.glob(f"*{suffix}"))
+        index.write_bytes(change(index.read_bytes()))
+        with segments.Segment(next(written.glob("*.log"))) as segment:
+            problems[name] = segment.verify_indexes()
+        return written
+    problems: dict[str, list[str]] = {}
+    first = damaged("a-0", ".index", lambda data: struct.pack(">i", 1) + data[4:])
+    damaged("b-0", ".timeindex", lambda data: struct.pack(">q", TS) + data[8:])
+    damaged("c-0", ".index", lambda data: data[:-3])
+    assert [len(found) for found in problems.values()] == [1, 1, 1]
+    assert "does not match the batch at its position" in problems["a-0"][0]
+    assert "does not match the greatest timestamp of its batch" in problems["b-0"][0]
+    assert "neither positive nor a multiple of 8" in problems["c-0"][0]
+    assert main(["verify", str(first)]) == 1
+    assert "does not match the batch at its position" in capsys.readouterr().out
+
+
+def test_entries_read_are_written_as_they_are(tmp_path: Path) -> None:
+    source = segments.write_partition(tmp_path / "a-0", sample_log(30))
+    with segments.Partition(source) as partition:
+        copy = segments.write_partition(tmp_path / "b-0", partition.batches())
+    assert [p.read_bytes() for p in sorted(copy.iterdir())] == [
+        p.read_bytes() for p in sorted(source.iterdir())]
+
+
+def test_the_modules_the_readme_names_come_with_the_package() -> None:
+    proc = subprocess.run([sys.executable, "-c", "import kcodec; print(kcodec.kip931.scan, "
+                           "kcodec.kraft.read_kraft_control, kcodec.producer_snapshot, "
+                           "kcodec.segments.Segment)"], capture_output=True, text=True, cwd="/")
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_batches_filling_a_segment_exactly_stay_in_it(tmp_path: Path) -> None:

@@ -485,15 +485,19 @@ def test_writer_output_reads_back(spark: Any, tmp_path: Path, magic: int, codec:
 
 def test_study_includes_plugins_shipped_to_executors(spark: Any, tmp_path: Path) -> None:
     from kcodec import plugins
-    from kcodec.spark.study import compression_study, default_configs
+    from kcodec.spark.study import compression_study, default_configs, markdown_table
     plugins.register("snappy-as-plugin", plugins.BuiltinCodec("snappy"))
     try:
         assert ("pluggable:snappy-as-plugin", None) in default_configs()
         records = spark.read.format("kafka-log").load(str(write_sample(tmp_path / "t-0")))
-        rows = {r.codec: r for r in compression_study(
-            records, [("snappy", None), ("pluggable:snappy-as-plugin", None)], [100]).collect()}
+        study = compression_study(records, [("snappy", None), ("pluggable:snappy-as-plugin",
+                                                               None)], [100])
+        rows = {r.codec: r for r in study.collect()}
+        table = markdown_table(study).splitlines()   # (the DataFrame, as the rows)
     finally:
         plugins.unregister("snappy-as-plugin")
+    assert sorted(line.split("|")[1].strip() for line in table[2:]) == [
+        "pluggable:snappy-as-plugin", "snappy"]
     plain, plugged = rows["snappy"], rows["pluggable:snappy-as-plugin"]
     assert plugged.records == plain.records == 1000
     # the same stream, plus the plugin's name in every batch

@@ -429,7 +429,8 @@ def test_producer_config_and_the_original_design() -> None:
                 {"compression.type": "ZSTD"}):
         with pytest.raises(ValueError):
             ProducerConfig.from_properties(bad)
-    for bad in ({"compression.codec": "7"}, {"compression.type": "brotli"}):
+    for bad in ({"compression.codec": "7"}, {"compression.type": "brotli"},
+                {"compression.codec": "brotli"}):
         with pytest.raises(UnknownCompressionTypeError):
             ProducerConfig.from_properties(bad)
 

@@ -124,8 +124,14 @@ def compression_study(records: Any, configs: Sequence[tuple[str, int | None]] | 
             .orderBy("batch_records", "codec", "level"))
 
 
-def markdown_table(rows: Sequence[Any]) -> str:
-    """The study's rows (collected) as a Markdown table."""
+def _collected(study: Any) -> list[Any]:
+    """The study's rows: a DataFrame's collected, or the rows given."""
+    return study.collect() if hasattr(study, "collect") else list(study)
+
+
+def markdown_table(study: Any) -> str:
+    """The study (its DataFrame, or its rows collected) as a Markdown table."""
+    rows = _collected(study)
     lines = ["| codec | level | batch records | stored MB | ratio | compress MB/s "
              "| decompress MB/s |", "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -137,9 +143,11 @@ def markdown_table(rows: Sequence[Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def chart(rows: Sequence[Any], path: str | Path) -> Path:
+def chart(study: Any, path: str | Path) -> Path:
     """Compression ratio against compression speed per codec and level (PNG), one panel
-    per batch size, written atomically."""
+    per batch size, written atomically, from the study (its DataFrame, or its rows
+    collected)."""
+    rows = _collected(study)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
