@@ -166,6 +166,9 @@ def _gzip_decompress(data: memoryview, limit: int, sink: ScratchBuffer) -> None:
     _gzip_decompress_zlib(data, limit, sink)
 
 
+_ZLIB_PIECE = 1 << 20
+
+
 def _gzip_decompress_zlib(data: memoryview, limit: int, sink: ScratchBuffer,
                           want: int | None = None) -> None:
     """Every member of ``data`` into ``sink``; with ``want``, only until it holds that many
@@ -182,8 +185,11 @@ def _gzip_decompress_zlib(data: memoryview, limit: int, sink: ScratchBuffer,
         member = zlib.decompressobj(wbits=31)
         pending = rest
         while len(sink) < stop:
+            # a piece at a time: zlib's output for a larger one is built and joined in
+            # blocks, twice its size at a time (a bomb's would be twice the limit)
+            asked = min(stop - len(sink), _ZLIB_PIECE)
             try:
-                chunk = member.decompress(pending, stop - len(sink))
+                chunk = member.decompress(pending, asked)
             except zlib.error as exc:
                 raise CompressionError(f"corrupt gzip data: {exc}") from None
             if len(sink) + len(chunk) > limit:
@@ -193,7 +199,7 @@ def _gzip_decompress_zlib(data: memoryview, limit: int, sink: ScratchBuffer,
                 rest = member.unused_data
                 break
             pending = member.unconsumed_tail
-            if not pending:
+            if not pending and len(chunk) < asked:   # (else output may still be pending)
                 raise CompressionError("gzip stream ended prematurely")
 
 

@@ -4,6 +4,8 @@ a JSON form of it."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -200,9 +202,11 @@ def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = Fals
                 return
             yield batch_line(batch)
             if deep:
+                records = iter(batch)
+                first = next(records, None)   # (a wrapper's errors, at their byte, come here)
                 inner = (_inner_messages(batch) if isinstance(batch, LegacyBatch)
                          and batch.is_compressed else None)
-                for i, record in enumerate(batch):
+                for i, record in enumerate(itertools.chain([first] if first else [], records)):
                     if last_offset != -1 and record.offset != last_offset + 1 and gaps is not None:
                         gaps.append((last_offset, record.offset))
                     last_offset = record.offset
@@ -367,8 +371,10 @@ def _time_index_lines(path: Path, base: int, segment: Segment, findings: DumpFin
         previous = timestamp
 
 
-def batch_json(batch: RecordBatch | LegacyBatch, deep: bool, print_data: bool) -> dict[str, Any]:
-    """A batch as a JSON-ready dict (the fields kafka-dump-log prints, named in snake case)."""
+def batch_json(batch: RecordBatch | LegacyBatch, deep: bool, print_data: bool,
+               lazy: bool = False) -> dict[str, Any]:
+    """A batch as a JSON-ready dict (the fields kafka-dump-log prints, named in snake case).
+    With ``lazy``, its records are read as :func:`write_json` writes them, not held."""
     out: dict[str, Any] = {
         "position": batch.position, "size": batch.size, "magic": batch.magic,
         "base_offset": batch.base_offset, "last_offset": batch.last_offset,
@@ -383,25 +389,60 @@ def batch_json(batch: RecordBatch | LegacyBatch, deep: bool, print_data: bool) -
         out["record_count"] = batch.record_count
         out["delete_horizon_ms"] = batch.delete_horizon_ms
     if deep or print_data:
-        records = []
-        for r in batch:
-            item: dict[str, Any] = {
-                "offset": r.offset, "timestamp": r.timestamp, "sequence": r.sequence,
-                "key_size": -1 if r.key is None else len(r.key),
-                "value_size": -1 if r.value is None else len(r.value),
-                "header_keys": [k for k, _ in r.headers]}
-            if r.control_type is not None:
-                item["control_type"] = r.control_type.name
-                item["coordinator_epoch"] = r.coordinator_epoch
-                if r.control_type in DUMP_LABELS:
-                    item["control_record"] = read_kraft_control(r.control_type, r.value, r.offset)
-            elif print_data:
-                item["key"] = None if r.key is None else _text(r.key)
-                item["value"] = None if r.value is None else _text(r.value)
-            records.append(item)
-        out["records"] = records
+        records = (_record_json(r, print_data) for r in batch)
+        out["records"] = _LazyArray.of(records) if lazy else list(records)
     return out
 
 
+def _record_json(r: Record, print_data: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "offset": r.offset, "timestamp": r.timestamp, "sequence": r.sequence,
+        "key_size": -1 if r.key is None else len(r.key),
+        "value_size": -1 if r.value is None else len(r.value),
+        "header_keys": [k for k, _ in r.headers]}
+    if r.control_type is not None:
+        item["control_type"] = r.control_type.name
+        item["coordinator_epoch"] = r.coordinator_epoch
+        if r.control_type in DUMP_LABELS:
+            item["control_record"] = read_kraft_control(r.control_type, r.value, r.offset)
+    elif print_data:
+        item["key"] = None if r.key is None else _text(r.key)
+        item["value"] = None if r.value is None else _text(r.value)
+    return item
+
+
+class _LazyArray(list):  # type: ignore[type-arg]
+    """A JSON array whose items are made as json's encoder reaches them, so that a batch of
+    millions of records is written in the memory of one. json's pure-Python encoder (what
+    JSONEncoder.iterencode uses; the C one would see an empty list) tests a list for
+    items with len(), then iterates it: the first item is taken ahead to answer len()."""
+
+    @classmethod
+    def of(cls, items: Iterator[Any]) -> list[Any]:
+        first = next(items, _NONE)
+        return [] if first is _NONE else cls(first, items)
+
+    def __init__(self, first: Any, rest: Iterator[Any]) -> None:
+        super().__init__()
+        self._first, self._rest = first, rest
+
+    def __len__(self) -> int:
+        return 1   # (not empty: how many, the encoder does not ask)
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self._first
+        yield from self._rest
+
+
+_NONE = object()
+
+
+def write_json(value: Any, out: Any, indent: int | None = None) -> None:
+    """``value`` as json.dumps would write it, to ``out`` piece by piece (its lazy arrays
+    read as they are written)."""
+    for piece in json.JSONEncoder(indent=indent).iterencode(value):
+        out.write(piece)
+
+
 __all__ = ["DumpFindings", "batch_json", "batch_line", "dump_index_lines", "dump_log_lines",
-           "java_path", "record_line"]
+           "java_path", "record_line", "write_json"]

@@ -614,20 +614,26 @@ def test_a_negative_limit_is_refused() -> None:
 
 
 BOMB_SCRIPT = """
-import resource, sys
+import sys
 from kcodec import codecs
 from kcodec.errors import DecompressionLimitError
 codec, path = sys.argv[1], sys.argv[2]
 bomb = open(path, "rb").read()
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+def resident(field):
+    with open("/proc/self/status") as status:
+        return int(next(line for line in status if line.startswith(field)).split()[1])
+
+with open("/proc/self/clear_refs", "w") as refs:
+    refs.write("5")   # the peak so far (importing stood higher) set to what is resident now
+before = resident("VmRSS:")
 try:
-    codecs.decompress(codec, bomb, max_size=4 << 20)
+    codecs.decompress(codec, bomb, max_size=32 << 20)
 except DecompressionLimitError:
     pass
 else:
     raise SystemExit("no error")
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print((after - before) // 1024)
+print((resident("VmHWM:") - before) // 1024)
 """
 
 
@@ -637,11 +643,13 @@ def make_bomb(codec: str) -> bytes:
         deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
         chunk = bytes(1 << 20)
         body = b"".join(deflate.compress(chunk) for _ in range(256)) + deflate.flush()
-        return bytes.fromhex("1f8b08000000000000ff") + body + bytes(8)
+        # (its true size in the trailer: what cramjam's window is sized by)
+        return (bytes.fromhex("1f8b08000000000000ff") + body + bytes(4)
+                + (256 << 20).to_bytes(4, "little"))
     return C.compress(codec, bytes(64 << 20))
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux")
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux's /proc")
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
 def test_decompression_bomb_stays_within_the_limit(codec: str, tmp_path: object) -> None:
     bomb = make_bomb(codec)
@@ -653,7 +661,8 @@ def test_decompression_bomb_stays_within_the_limit(codec: str, tmp_path: object)
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
     grown_mib = int(proc.stdout)
-    assert grown_mib < 24, f"{codec}: resident memory grew by {grown_mib} MiB"
+    # within the limit (32 MiB) and half as much again, whatever the codec
+    assert grown_mib < 48, f"{codec}: resident memory grew by {grown_mib} MiB"
 
 
 def test_zstd_bomb_is_a_few_kib() -> None:

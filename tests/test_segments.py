@@ -492,6 +492,42 @@ def test_dump_json_and_indexes(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert out[0].startswith("Dumping") and out[1].startswith("offset: ")
 
 
+@pytest.mark.parametrize("options", [[], ["--deep-iteration"], ["--print-data-log"]])
+def test_dump_json_is_written_as_it_is_read(tmp_path: Path, options: list[str],
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A batch at a time, its records one at a time, in the text json.dumps gives."""
+    from kcodec.dump import batch_json
+    target = segments.write_partition(tmp_path / "t-0", sample_log(30))
+    log = next(target.glob("*.log"))
+    log.write_bytes(log.read_bytes() + b"tail")
+    empty = tmp_path / f"{0:020d}.log"
+    empty.write_bytes(b"")
+    deep, data = bool(options), options == ["--print-data-log"]
+    for path in (log, empty):
+        entries = list(kcodec.read_batches(path.read_bytes(), log_file=True))
+        items = [batch_json(entry, deep, data) for entry in entries]
+        trailing = len(b"tail") if entries else 0
+        assert main(["dump", "--json", *options, str(path)]) == 0
+        assert capsys.readouterr().out == json.dumps(
+            {"file": str(path), "batches": items, "trailing_bytes": trailing}, indent=1) + "\n"
+        assert main(["dump", "--jsonl", *options, str(path)]) == 0
+        assert capsys.readouterr().out == "".join(
+            json.dumps({"file": str(path), **item}) + "\n" for item in items)
+
+
+def test_dump_names_the_byte_of_a_wrapper_that_does_not_decompress(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = kcodec.BatchBuilder(magic=1)
+    good.append(b"v", timestamp=TS)
+    first = good.build()
+    body = struct.pack(">bbqii", 1, 2, TS, -1, 21) + b"\xff\xff\xff\xff\x07" + b"\0x" * 8
+    wrapper = struct.pack(">qiI", 1, len(body) + 4, zlib.crc32(body)) + body   # snappy, 2 GiB
+    log = tmp_path / f"{0:020d}.log"
+    log.write_bytes(first + wrapper)
+    assert main(["dump", "--deep-iteration", str(log)]) == 1
+    assert f"(at byte {len(first)})" in capsys.readouterr().err
+
+
 def test_cli_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["gen", str(tmp_path / "gen"), "--records", "300", "--partitions", "2",
                  "--batch-size", "50"]) == 0
