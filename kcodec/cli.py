@@ -581,6 +581,9 @@ def _non_negative(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kcodec", description=kcodec.__doc__)
     parser.add_argument("--version", action="version", version=f"kcodec {kcodec.__version__}")
+    parser.add_argument("--max-decompressed-size", type=_non_negative, metavar="BYTES",
+                        default=None, help="the most one batch may decompress to (default: 256 MiB; "
+                        "more is an error, Kafka's MESSAGE_TOO_LARGE)")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, fn: Any, help_text: str) -> argparse.ArgumentParser:
@@ -715,6 +718,9 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    limit = kcodec.codecs.get_max_decompressed_size()   # (restored after: main may be called)
+    if args.max_decompressed_size is not None:
+        kcodec.codecs.set_max_decompressed_size(args.max_decompressed_size)
     in_main_thread = threading.current_thread() is threading.main_thread()
     on_sigterm = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
     try:
@@ -735,5 +741,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kcodec: error: {exc}", file=sys.stderr)
         return 1
     finally:
+        kcodec.codecs.set_max_decompressed_size(limit)
         if on_sigterm is not None:
             signal.signal(signal.SIGTERM, on_sigterm)

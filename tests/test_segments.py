@@ -528,6 +528,19 @@ def test_dump_names_the_byte_of_a_wrapper_that_does_not_decompress(
     assert f"(at byte {len(first)})" in capsys.readouterr().err
 
 
+def test_the_decompression_limit_is_the_command_lines_to_set(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    builder = kcodec.BatchBuilder(compression="zstd")
+    builder.append(bytes(100_000), timestamp=TS)
+    log = tmp_path / f"{0:020d}.log"
+    log.write_bytes(builder.build())
+    before = kcodec.codecs.get_max_decompressed_size()
+    assert main(["--max-decompressed-size", "50000", "verify", str(log)]) == 1
+    assert "MESSAGE_TOO_LARGE" in capsys.readouterr().out
+    assert kcodec.codecs.get_max_decompressed_size() == before
+    assert main(["--max-decompressed-size", "200000", "verify", str(log)]) == 0
+
+
 def test_cli_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["gen", str(tmp_path / "gen"), "--records", "300", "--partitions", "2",
                  "--batch-size", "50"]) == 0
