@@ -18,6 +18,7 @@ try:
     from aiokafka.record._crecords import DefaultRecordBatch as AioBatch
     from aiokafka.record._crecords import DefaultRecordBatchBuilder as AioBuilder
     from aiokafka.record._crecords import LegacyRecordBatch as AioLegacy
+    from aiokafka.record._crecords import LegacyRecordBatchBuilder as AioLegacyBuilder
     HAVE_AIOKAFKA = True
 except ImportError:   # aiokafka publishes no wheels for some platforms (musl)
     HAVE_AIOKAFKA = False
@@ -232,3 +233,94 @@ def test_mixed_magic_captures_match_kafka_python(name: str) -> None:
     ours = [(r.offset, r.timestamp, r.key, r.value) for e in kcodec.read_batches(data) for r in e]
     assert ours == peer_entries_records(data)
     assert len({e.magic for e in kcodec.read_batches(data)}) >= 1
+
+
+@pytest.mark.parametrize("codec", ["none", *CODEC_IDS])
+@pytest.mark.parametrize("fields", [
+    {"base_offset": 1_000_000, "partition_leader_epoch": 9},
+    {"timestamp_type": kcodec.TimestampType.LOG_APPEND_TIME, "log_append_time": TS + 555,
+     "producer_id": 7, "producer_epoch": 1, "base_sequence": 3, "is_transactional": True}],
+    ids=["far", "log-append-time"])
+def test_batch_fields_read_by_peers(codec: str, fields: dict[str, Any]) -> None:
+    """A base offset far from 0, a leader epoch, LogAppendTime (every record has the
+    batch's time) with a transaction: as each peer reads them."""
+    builder = kcodec.BatchBuilder(compression=codec, **fields)
+    for key, value, ts, headers in RECORDS:
+        builder.append(value, key=key, timestamp=ts, headers=headers)
+    data = builder.build()
+    base = fields.get("base_offset", 0)
+    stamped = fields.get("log_append_time")
+    expected = [(base + i, stamped or ts, k, v, h) for i, (k, v, ts, h) in enumerate(RECORDS)]
+    assert decoded(data) == expected
+    for peer in PEER_BATCHES:
+        batch = peer(data)
+        assert batch.validate_crc() and batch.base_offset == base
+        assert batch.timestamp_type == (1 if stamped else 0)
+        assert batch.producer_id == fields.get("producer_id", -1)
+        assert [(r.offset, r.timestamp, r.key, r.value, list(r.headers))
+                for r in peer(data)] == expected
+
+
+@pytest.mark.parametrize("kind", [kcodec.ControlType.ABORT, kcodec.ControlType.COMMIT])
+def test_transaction_markers_read_by_peers(kind: kcodec.ControlType) -> None:
+    """The marker's record as the peers read it: key (version 0, type), value (version 0,
+    coordinator epoch), at its offset and time."""
+    data = kcodec.BatchBuilder.end_txn_marker(kind, producer_id=9, producer_epoch=1,
+                                              coordinator_epoch=4, base_offset=77, timestamp=TS)
+    key, value = int(kind).to_bytes(4, "big"), (4).to_bytes(6, "big")
+    for peer in PEER_BATCHES:
+        batch = peer(data)
+        assert batch.validate_crc() and batch.is_control_batch and batch.is_transactional
+        (record,) = list(peer(data))
+        if peer is KpBatch:   # (kafka-python reads a control record as its type)
+            assert (record.offset, record.timestamp, record.type, record.value) == (
+                77, TS, int(kind), value)
+        else:
+            assert (record.offset, record.timestamp, record.key, record.value) == (
+                77, TS, key, value)
+
+
+@pytest.mark.parametrize("codec", ["none", *CODEC_IDS])
+@pytest.mark.parametrize("peer", ["kafka-python", "aiokafka"])
+def test_columns_of_batches_peers_wrote(codec: str, peer: str) -> None:
+    """decode_columns' batch-level columns and records, on each peer's idempotent and
+    transactional batches, against what the peer reads."""
+    if peer == "aiokafka" and not HAVE_AIOKAFKA:
+        pytest.skip("aiokafka is not installed")
+    data = b""
+    for base, transactional in ((0, False), (len(RECORDS), True)):
+        if peer == "kafka-python":
+            builder = KpBuilder(magic=2, compression_type=CODEC_IDS.get(codec, 0),
+                                is_transactional=transactional, producer_id=4000,
+                                producer_epoch=2, base_sequence=base, batch_size=10**7)
+        else:
+            builder = AioBuilder(2, CODEC_IDS.get(codec, 0), int(transactional), 4000, 2,
+                                 base, 10**7)
+        for i, (key, value, ts, headers) in enumerate(RECORDS):
+            builder.append(i, ts, key, value, headers)
+        built = bytes(builder.build())
+        data += built[:8].replace(bytes(8), base.to_bytes(8, "big")) + built[8:]
+    expected = [(base + i, ts, k, v, h) for base in (0, len(RECORDS))
+                for i, (k, v, ts, h) in enumerate(RECORDS)]
+    for threads in (1, 2):
+        got = kcodec.decode_columns(data, metadata=True, include_headers=True, threads=threads)
+        assert got["offset"].tolist() == [e[0] for e in expected]
+        assert got["sequence"].tolist() == [e[0] for e in expected]   # base_sequence = offset
+        assert set(got["producer_id"].tolist()) == {4000}
+        assert got["is_transactional"].tolist() == [False] * len(RECORDS) + [True] * len(RECORDS)
+    assert decoded(data) == expected
+
+
+@needs_aiokafka
+@pytest.mark.parametrize(("magic", "codec"), [
+    (magic, codec) for magic in (0, 1) for codec in LEGACY_CODECS
+    if (magic, codec) != (0, "lz4")])   # (aiokafka writes no magic-0 LZ4)
+def test_aiokafka_legacy_to_kcodec(magic: int, codec: str) -> None:
+    builder = AioLegacyBuilder(magic, LEGACY_CODECS[codec], 10**8)
+    for i, (key, value, ts) in enumerate(LEGACY_RECORDS):
+        builder.append(i, ts, key, value)
+    data = bytes(builder.build())
+    got = [(r.offset, r.timestamp, r.key, r.value) for e in kcodec.read_batches(data) for r in e]
+    assert got == [(i, ts if magic else -1, k, v) for i, (k, v, ts) in enumerate(LEGACY_RECORDS)]
+    columns = kcodec.decode_columns(data)
+    assert columns["offset"].tolist() == list(range(len(LEGACY_RECORDS)))
