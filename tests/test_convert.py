@@ -279,3 +279,23 @@ def test_round_trip_through_legacy_keeps_what_it_can_hold(
     up = kcodec.convert(down, magic=2, compression=final_codec)
     expected = [(o, t if magic else -1, k, v) for o, t, k, v in content(data)]
     assert content(up) == expected
+
+
+def test_a_level_asked_for_recompresses_a_batch_of_the_same_codec() -> None:
+    builder = kcodec.BatchBuilder(compression="gzip", level=9)
+    for i in range(50):
+        builder.append(b"some fairly repetitive value %d " % i * 20, timestamp=TS)
+    source = builder.build()
+    out, report = kcodec.convert(source, magic=2, compression="gzip", level=1, report=True)
+    assert report.copied_batches == 0 and out != source
+    assert [r.value for b in kcodec.read_batches(out) for r in b] == [
+        r.value for b in kcodec.read_batches(source) for r in b]
+    kept, report = kcodec.convert(source, magic=2, compression="gzip", report=True)
+    assert report.copied_batches == 1 and kept == source
+
+
+def test_a_sequence_without_a_producer_is_a_loss_too() -> None:
+    builder = kcodec.BatchBuilder(base_sequence=7)
+    builder.append(b"v", timestamp=TS)
+    with pytest.raises(LossyConversionError):
+        kcodec.convert(builder.build(), magic=1, on_loss="raise")

@@ -458,3 +458,14 @@ def test_a_scan_checks_every_entry_before_making_any() -> None:
         assert tracemalloc.get_traced_memory()[1] < 100_000
     finally:
         tracemalloc.stop()
+
+
+def test_a_scan_times_log_append_time_records_with_the_batchs_time() -> None:
+    builder = kcodec.BatchBuilder(magic=3, headers_first=True,
+                                  timestamp_type=kcodec.TimestampType.LOG_APPEND_TIME,
+                                  log_append_time=NOW + 9999)
+    for i in range(3):
+        builder.append(b"v%d" % i, key=b"k", timestamp=NOW + i)
+    batch = only_batch(builder.build())
+    assert [m.timestamp for m in scan(batch)] == [r.timestamp for r in batch.records()] == [
+        NOW + 9999] * 3

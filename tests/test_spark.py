@@ -562,3 +562,41 @@ def test_headers_below_magic_2_are_refused_not_dropped() -> None:
         assert len(list(_records_to_batches(table.slice(1), "none", None, magic, 10, None))) == 1
     ((_, _, _, count, data),) = _records_to_batches(table, "none", None, 2, 10, None)
     assert [r.headers for r in next(kcodec.read_batches(data))] == [[("trace", b"abc")], []]
+
+
+def test_an_open_transaction_holds_the_stable_offset_at_its_first_batch(tmp_path: Path) -> None:
+    """Two batches of a transaction with no marker yet: nothing from its first offset on is
+    stable, so read_committed reads nothing."""
+    from kcodec.segments import last_stable_offset
+    from kcodec.spark.source import Options, plan, read_slice
+    batches = []
+    for offset in (0, 1):
+        builder = kcodec.BatchBuilder(base_offset=offset, producer_id=9, producer_epoch=0,
+                                      base_sequence=offset, is_transactional=True)
+        builder.append(b"txn-%d" % offset, timestamp=1_700_000_000_000)
+        batches.append(builder.build())
+    partition = write_partition(tmp_path / "t-0", batches)
+    assert last_stable_offset(sorted(partition.glob("*.log"))) == 0
+    options = Options.parse({"isolationLevel": "read_committed"})
+    assert [v for part in plan([str(partition)], options)
+            for t in read_slice(part, options, ["value"]) for v in t.column("value").to_pylist()] == []
+
+
+def test_offsets_and_timestamps_given_together_are_both_kept(tmp_path: Path) -> None:
+    """The range read is where both the offsets and the timestamps put it."""
+    from kcodec.spark.source import Options, plan, read_slice
+    batches = []
+    for offset in range(10):
+        builder = kcodec.BatchBuilder(base_offset=offset)
+        builder.append(b"v%d" % offset, timestamp=1_700_000_000_000 + offset)
+        batches.append(builder.build())
+    partition = write_partition(tmp_path / "t-0", batches)
+
+    def offsets(given: dict[str, str]) -> list[int]:
+        options = Options.parse(given)
+        return [o for part in plan([str(partition)], options)
+                for t in read_slice(part, options, ["offset"]) for o in t.column("offset").to_pylist()]
+    assert offsets({"startingOffset": "6", "startingTimestamp": "1700000000002"}) == [6, 7, 8, 9]
+    assert offsets({"startingOffset": "2", "startingTimestamp": "1700000000006"}) == [6, 7, 8, 9]
+    assert offsets({"endingOffset": "3", "endingTimestamp": "1700000000008"}) == [0, 1, 2]
+    assert offsets({"endingOffset": "8", "endingTimestamp": "1700000000003"}) == [0, 1, 2]

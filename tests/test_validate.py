@@ -520,3 +520,49 @@ def test_max_timestamps_as_kafkas_paths_report_them() -> None:
     result = kcodec.validate(stamped, next_offset=100, now=NOW)
     assert (result.rebuilt, result.max_timestamp, result.shallow_offset_of_max_timestamp) == (
         False, NOW - 1000, 102)
+
+
+def test_compressed_magic_0_data_is_rebuilt_with_its_offsets() -> None:
+    """A magic-0 wrapper's inner offsets are absolute: LogValidator never assigns them in
+    place for magic 0 (toMagic == MAGIC_VALUE_V0), it rebuilds."""
+    builder = kcodec.BatchBuilder(magic=0, compression="gzip")
+    for i in range(3):
+        builder.append(b"value-%d" % i, key=b"k")
+    result = kcodec.validate(builder.build(), next_offset=5, now=0,
+                             config={"message.format.version": "0.9.0"})
+    assert result.rebuilt
+    assert [r.offset for e in kcodec.read_batches(result.records) for r in e] == [5, 6, 7]
+
+
+def test_in_place_stamping_keeps_the_delete_horizon() -> None:
+    """DefaultRecordBatch.setMaxTimestamp rewrites the attributes with the delete-horizon
+    bit kept."""
+    builder = kcodec.BatchBuilder(delete_horizon_ms=NOW)
+    builder.append(b"v", key=b"k", timestamp=NOW + 500)
+    result = kcodec.validate(builder.build(), next_offset=100, now=NOW + 600, from_client=False,
+                             config={"message.timestamp.type": "LogAppendTime"})
+    (batch,) = kcodec.read_batches(result.records)
+    assert not result.rebuilt and batch.delete_horizon_ms == NOW
+    assert batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+
+
+def test_the_offset_of_the_greatest_timestamp_as_kafka_reports_it() -> None:
+    """Plain magic-1 messages stamped with LogAppendTime: the first offset
+    (assignOffsetsNonCompressed); a batch rebuilt compressed for magic 1: the wrapper's,
+    its last (MemoryRecordsBuilder.info)."""
+    plain = b""
+    for i in range(3):
+        builder = kcodec.BatchBuilder(magic=1)
+        builder.append(b"v%d" % i, timestamp=NOW + i)
+        plain += builder.build()
+    stamped = kcodec.validate(plain, next_offset=10, now=NOW + 1000,
+                              config={"message.format.version": "0.10.2",
+                                      "message.timestamp.type": "LogAppendTime"})
+    assert (stamped.max_timestamp, stamped.shallow_offset_of_max_timestamp) == (NOW + 1000, 10)
+    builder = kcodec.BatchBuilder(compression="gzip")
+    for ts in (NOW + 5, NOW + 9, NOW + 1):
+        builder.append(b"v", timestamp=ts)
+    rebuilt = kcodec.validate(builder.build(), next_offset=20, now=NOW + 10,
+                              config={"message.format.version": "0.10.2"})
+    assert rebuilt.rebuilt
+    assert (rebuilt.max_timestamp, rebuilt.shallow_offset_of_max_timestamp) == (NOW + 9, 22)
