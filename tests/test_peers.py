@@ -191,16 +191,22 @@ def peer_entries_records(data: bytes) -> list[tuple[int, int, bytes | None, byte
     return out
 
 
-@pytest.mark.parametrize("codec", list(LEGACY_CODECS))
-@pytest.mark.parametrize("magic", [0, 1])
-def test_kafka_python_legacy_to_kcodec(magic: int, codec: str) -> None:
+@pytest.mark.parametrize(("peer", "magic", "codec"), [
+    (peer, magic, codec) for peer in ("kafka-python", "aiokafka") for magic in (0, 1)
+    for codec in LEGACY_CODECS
+    if (peer, magic, codec) != ("aiokafka", 0, "lz4")])   # (aiokafka writes no magic-0 LZ4)
+def test_peers_legacy_to_kcodec(peer: str, magic: int, codec: str) -> None:
     from kafka.record.legacy_records import LegacyRecordBatchBuilder
-    builder = LegacyRecordBatchBuilder(magic, LEGACY_CODECS[codec], 10**8)
+    if peer == "aiokafka" and not HAVE_AIOKAFKA:
+        pytest.skip("aiokafka is not installed")
+    peer_builder = LegacyRecordBatchBuilder if peer == "kafka-python" else AioLegacyBuilder
+    builder = peer_builder(magic, LEGACY_CODECS[codec], 10**8)
     for i, (key, value, ts) in enumerate(LEGACY_RECORDS):
         builder.append(i, ts, key, value)
     data = bytes(builder.build())
     got = [(r.offset, r.timestamp, r.key, r.value) for e in kcodec.read_batches(data) for r in e]
     assert got == [(i, ts if magic else -1, k, v) for i, (k, v, ts) in enumerate(LEGACY_RECORDS)]
+    assert kcodec.decode_columns(data)["offset"].tolist() == list(range(len(LEGACY_RECORDS)))
 
 
 @pytest.mark.parametrize("codec", list(LEGACY_CODECS))
@@ -309,18 +315,3 @@ def test_columns_of_batches_peers_wrote(codec: str, peer: str) -> None:
         assert set(got["producer_id"].tolist()) == {4000}
         assert got["is_transactional"].tolist() == [False] * len(RECORDS) + [True] * len(RECORDS)
     assert decoded(data) == expected
-
-
-@needs_aiokafka
-@pytest.mark.parametrize(("magic", "codec"), [
-    (magic, codec) for magic in (0, 1) for codec in LEGACY_CODECS
-    if (magic, codec) != (0, "lz4")])   # (aiokafka writes no magic-0 LZ4)
-def test_aiokafka_legacy_to_kcodec(magic: int, codec: str) -> None:
-    builder = AioLegacyBuilder(magic, LEGACY_CODECS[codec], 10**8)
-    for i, (key, value, ts) in enumerate(LEGACY_RECORDS):
-        builder.append(i, ts, key, value)
-    data = bytes(builder.build())
-    got = [(r.offset, r.timestamp, r.key, r.value) for e in kcodec.read_batches(data) for r in e]
-    assert got == [(i, ts if magic else -1, k, v) for i, (k, v, ts) in enumerate(LEGACY_RECORDS)]
-    columns = kcodec.decode_columns(data)
-    assert columns["offset"].tolist() == list(range(len(LEGACY_RECORDS)))

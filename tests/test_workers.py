@@ -38,25 +38,16 @@ def test_one_thread_runs_in_the_caller() -> None:
         threading.current_thread().name] * 2
 
 
-def test_the_first_failure_in_order_is_raised() -> None:
-    def work(item: int) -> int:
-        if item in (1, 3):
-            raise ValueError(item)
-        return item
-
-    for threads in (1, 2, 4):
-        with pytest.raises(ValueError) as caught:
-            run_all(work, list(range(6)), threads)
-        assert caught.value.args == (1,)
-
-
-def test_results_before_the_first_failure_come_first() -> None:
+def test_the_first_failure_in_order_is_raised_after_the_results_before_it() -> None:
     def work(item: int) -> int:
         if item in (3, 5):
             raise ValueError(item)
         return item
 
     for threads in (1, 2, 4):
+        with pytest.raises(ValueError) as caught:
+            run_all(work, list(range(8)), threads)
+        assert caught.value.args == (3,)
         got: list[int] = []
         with pytest.raises(ValueError) as caught:
             got.extend(run_in_order(work, list(range(8)), threads))
