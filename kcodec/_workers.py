@@ -150,28 +150,34 @@ def _run(work: Callable[[T], R], items: Sequence[T], threads: int,
     results: list[R | None] = [None] * len(items)
     failures: dict[int, BaseException] = {}
     claims = itertools.count()   # next() on it is atomic: each index is taken once
+    # the first item failed so far, or len(items): items from there on are not started,
+    # every item before it is run (its result comes before the error); -1 stops all
+    first_failed = [len(items)]
+    noting = threading.Lock()
 
     def take_turns() -> None:
         for index in claims:
-            if index >= len(items) or failures:
+            if index >= first_failed[0]:
                 return
             try:
                 results[index] = work(items[index])
             except BaseException as exc:   # re-raised by the caller, below
-                failures[index] = exc
+                with noting:
+                    failures[index] = exc
+                    first_failed[0] = min(first_failed[0], index)
 
     helpers = _take(min(threads, len(items)) - 1)
     try:
         for helper in helpers:
             helper.post(take_turns)
         take_turns()
-    except BaseException as exc:   # a signal's (Ctrl-C) outside an item: stop the helpers
-        failures.setdefault(len(items), exc)
+    except BaseException:   # a signal's (Ctrl-C) outside an item: stop the helpers
+        first_failed[0] = -1
         raise
     finally:
         _finish(helpers, JOIN_SPIN if len(helpers) < _CORES else 0.0)
-    if failures:
-        first = min(failures)
+    first = first_failed[0]
+    if first < len(items):
         return results[:first], failures[first]  # type: ignore[return-value]
     return results, None  # type: ignore[return-value]
 

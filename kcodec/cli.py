@@ -261,8 +261,8 @@ class _Indented:
 
 def verify(args: argparse.Namespace) -> int:
     """Check CRCs, record structure and index consistency; exit 1 on any problem."""
-    from kcodec.segments import Segment
-    files = _log_files(args.paths)
+    from kcodec.segments import Segment, merged_segment_files
+    files = [log for _, logs in merged_segment_files(args.paths) for log in logs]
     progress = Progress(len(files), "verify")
     problems = batches = records = 0
     for path in files:

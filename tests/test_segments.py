@@ -659,6 +659,35 @@ def test_verify_names_what_kafka_dump_log_finds_in_indexes(
     assert "does not match the batch at its position" in capsys.readouterr().out
 
 
+def test_index_checks_decompress_no_wrapper(tmp_path: Path) -> None:
+    """A legacy wrapper that does not decompress (its CRC right) is the log's problem, said
+    by reading it; checking the indexes against it reads its header alone."""
+    def message(offset: int, value: bytes, attributes: int = 0) -> bytes:
+        body = struct.pack(">bbqii", 1, attributes, TS, -1, len(value)) + value
+        return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body
+    wrapped = kcodec.BatchBuilder(magic=1, compression="gzip", base_offset=2)
+    wrapped.append(b"v", timestamp=TS)
+    log = [message(0, b"a"), message(1, b"\x1f\x8b" + bytes(20), attributes=1), wrapped.build()]
+    path = tmp_path / f"{0:020d}.log"
+    path.write_bytes(b"".join(log))
+    path.with_suffix(".index").write_bytes(
+        struct.pack(">iiii", 1, len(log[0]), 2, len(log[0]) + len(log[1])))
+    with segments.Segment(path) as segment:
+        assert len(segment.index) == 2 and segment.verify_indexes() == []
+
+
+def test_verify_passes_over_a_partition_a_killed_write_left(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    live = segments.write_partition(tmp_path / "logs" / "t-0", sample_log(10))
+    left = tmp_path / "logs" / f".t-1.{'0a' * 8}.partial"
+    left.mkdir()
+    (left / f"{0:020d}.log").write_bytes(b"half a batch")
+    assert main(["verify", str(tmp_path / "logs")]) == 0
+    assert "verified 1 segments" in capsys.readouterr().out
+    assert main(["verify", str(left)]) == 1   # named itself, it is read
+    assert live.exists()
+
+
 def test_entries_read_are_written_as_they_are(tmp_path: Path) -> None:
     source = segments.write_partition(tmp_path / "a-0", sample_log(30))
     with segments.Partition(source) as partition:

@@ -202,3 +202,38 @@ def test_a_job_posted_before_its_helper_runs_is_not_missed(
     caller.start()
     caller.join(10)
     assert done == [[0, 2, 4, 6]]
+
+
+def test_an_item_claimed_before_another_fails_is_still_run() -> None:
+    """The thread that claimed item 0 is held just after claiming it (a trace hook), while
+    item 1 fails on the other: item 0 is run all the same, and its result comes first."""
+    import linecache
+    import sys
+    import time
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_name != "take_turns":
+            return None
+
+        def held(frame: Any, event: str, arg: Any) -> Any:
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+            if event == "line" and frame.f_locals.get("index") == 0 and line.startswith("if index"):
+                time.sleep(0.05)   # (the other thread takes item 1 meanwhile)
+            return held
+        return held
+
+    def work(item: int) -> tuple[str, int]:
+        if item == 1:
+            raise ValueError("item 1")
+        return ("result", item)
+
+    got: list[tuple[str, int]] = []
+    threading.settrace(tracer)
+    sys.settrace(tracer)
+    try:
+        with pytest.raises(ValueError, match="item 1"):
+            got.extend(run_in_order(work, [0, 1, 2, 3], 2))
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)
+    assert got == [("result", 0)]
