@@ -4,7 +4,6 @@ a JSON form of it."""
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import os
 import re
@@ -168,8 +167,13 @@ def _control_text(record: Record) -> str:
 
 
 def _inner_messages(wrapper: LegacyBatch) -> list[LegacyBatch]:
-    """A compressed legacy wrapper's inner messages, as entries of their own."""
-    inner = decompress(wrapper.compression, wrapper.value or b"", magic=wrapper.magic)
+    """A compressed legacy wrapper's inner messages, as entries of their own (an error
+    decompressing them names the wrapper's byte, as reading its records does)."""
+    try:
+        inner = decompress(wrapper.compression, wrapper.value or b"", magic=wrapper.magic)
+    except KcodecError as exc:
+        exc.position = wrapper.position if exc.position is None else exc.position
+        raise
     return [m for m in read_batches(inner, validate_crc=False) if isinstance(m, LegacyBatch)]
 
 
@@ -202,11 +206,9 @@ def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = Fals
                 return
             yield batch_line(batch)
             if deep:
-                records = iter(batch)
-                first = next(records, None)   # (a wrapper's errors, at their byte, come here)
                 inner = (_inner_messages(batch) if isinstance(batch, LegacyBatch)
                          and batch.is_compressed else None)
-                for i, record in enumerate(itertools.chain([first] if first else [], records)):
+                for i, record in enumerate(batch):
                     if last_offset != -1 and record.offset != last_offset + 1 and gaps is not None:
                         gaps.append((last_offset, record.offset))
                     last_offset = record.offset

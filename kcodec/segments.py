@@ -52,9 +52,9 @@ PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 RENAMED_SUFFIX = re.compile(r"\.[0-9a-f]{32}-(delete|future|stray)$")
 # the indexes hold offsets relative to their segment's base offset, as int32
 MAX_RELATIVE_OFFSET = (1 << 31) - 1
-#: A .txnindex entry: version (int16, of which Kafka reads the first byte), producer id,
-#: first offset, last offset, last stable offset.
-TXN_ENTRY = struct.Struct(">hqqqq")
+#: A .txnindex entry: version (an int16 field, of which Kafka's AbortedTxn reads the first
+#: byte), producer id, first offset, last offset, last stable offset.
+TXN_ENTRY = struct.Struct(">bxqqqq")
 #: An .index entry: offset relative to the segment's base offset, position in the log.
 OFFSET_INDEX_ENTRY = struct.Struct(">ii")
 #: A .timeindex entry: timestamp, offset relative to the segment's base offset.
@@ -120,14 +120,12 @@ def read_time_index(path: str | os.PathLike[str], base_offset: int) -> list[Time
 
 def read_transaction_index(path: str | os.PathLike[str]) -> list[AbortedTransaction]:
     """The entries of a ``.txnindex`` file (34 bytes each; a partial last one, from a
-    write cut short, is left out). An entry's version is its first byte, signed, as Kafka's
-    AbortedTxn reads it; one past 0 is refused, as Kafka's TransactionIndex refuses it
-    (CorruptRecordError)."""
+    write cut short, is left out). An entry of a version past 0 is refused, as Kafka's
+    TransactionIndex refuses it (CorruptRecordError)."""
     data = Path(path).read_bytes()
     entries = []
     for at in range(0, len(data) - len(data) % TXN_ENTRY.size, TXN_ENTRY.size):
-        _, producer_id, first, last, last_stable = TXN_ENTRY.unpack_from(data, at)
-        version = int.from_bytes(data[at:at + 1], "big", signed=True)
+        version, producer_id, first, last, last_stable = TXN_ENTRY.unpack_from(data, at)
         if version > 0:
             raise CorruptRecordError(f"Unexpected aborted transaction version {version} in "
                                      f"transaction index {path}, current version is 0",
@@ -145,7 +143,6 @@ def check_index_sanity(path: str | os.PathLike[str], base_offset: int,
     to decide whether to rebuild them."""
     data = Path(path).read_bytes()
     name = os.path.abspath(path) if name is None else name
-    base = base_offset
     if Path(path).suffix == ".timeindex":
         count = len(data) // TIME_INDEX_ENTRY.size
         if count:
@@ -159,8 +156,8 @@ def check_index_sanity(path: str | os.PathLike[str], base_offset: int,
             if relative < 0:
                 raise CorruptIndexError(
                     f"Corrupt time index found, time index file ({name}) has non-zero size but "
-                    f"the last offset is {base + relative} which is less than the first offset "
-                    f"{base}")
+                    f"the last offset is {base_offset + relative} which is less than the first "
+                    f"offset {base_offset}")
         if len(data) % TIME_INDEX_ENTRY.size:
             raise CorruptIndexError(f"Time index file {name} is corrupt, found {len(data)} "
                                     "bytes which is neither positive nor a multiple of 12")
@@ -171,7 +168,7 @@ def check_index_sanity(path: str | os.PathLike[str], base_offset: int,
         if relative < 0:
             raise CorruptIndexError(
                 f"Corrupt index found, index file {name} has non-zero size but the last offset "
-                f"is {base + relative} which is less than the base offset {base}")
+                f"is {base_offset + relative} which is less than the base offset {base_offset}")
     if len(data) % OFFSET_INDEX_ENTRY.size:
         raise CorruptIndexError(f"Index file {name} is corrupt, found {len(data)} bytes which "
                                 "is neither positive nor a multiple of 8")
@@ -701,13 +698,13 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes |
         raise FileExistsError(f"{target} exists; kcodec never overwrites a partition")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_directory(target)
+    bases: list[int] = []   # of the segments written
 
     def new_segment(base_offset: int) -> _SegmentBeingWritten:
         bases.append(base_offset)
         return _SegmentBeingWritten(base_offset, index_interval_bytes, segment_index_bytes)
 
     try:
-        bases: list[int] = []   # of the segments written
         segment = None
         position, previous = 0, None   # (in the batches joined; the last offset before)
         for given in batches:
