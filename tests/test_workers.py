@@ -55,21 +55,25 @@ def test_the_first_failure_in_order_is_raised_after_the_results_before_it() -> N
 
 
 def test_an_interrupt_leaves_the_helpers_ready(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ctrl-C just after a job is posted (here raised there at once): the call waits for
-    its helper before it raises, and gives it back idle, so the next call's results are
-    whole (a helper given back still working took the next call's work as done)."""
+    """Ctrl-C just after a job is posted (here raised there once the helper is at work):
+    the call waits for its helper before it raises, and gives it back idle, so the next
+    call's results are whole (a helper given back still working took the next call's work
+    as done)."""
     import kcodec._workers as workers
     monkeypatch.setattr(workers, "_idle", [])
     posted = workers._Helper.post
-    release = threading.Event()
+    helper_working, release = threading.Event(), threading.Event()
 
     def post_then_interrupt(helper: Any, job: Any) -> None:
         posted(helper, job)
+        # (a helper that starts after the interrupt rightly runs no item: wait for it)
+        assert helper_working.wait(10)
         threading.Timer(0.2, release.set).start()
         raise KeyboardInterrupt
 
     def work(item: int) -> int:
         if threading.current_thread().name == "kcodec-decode":
+            helper_working.set()
             release.wait(10)   # the helper is still busy when the caller is interrupted
         return item * 3
 
