@@ -211,14 +211,16 @@ def last_stable_offset(logs: Sequence[str | os.PathLike[str]]) -> int | None:
 
 
 def offset_for_time(logs: Sequence[str | os.PathLike[str]], timestamp: int, *,
-                    skip_damaged: bool = False) -> int | None:
+                    skip_damaged: bool = False,
+                    max_decompressed_size: int | None = None) -> int | None:
     """The offset of a partition's first record with a timestamp >= ``timestamp``, over its
     segments ``logs`` in offset order (Kafka's ListOffsets by time, as a consumer's
     ``offsetsForTimes`` asks it), or None when there is none. Errors name the segment;
-    ``skip_damaged`` is :meth:`Segment.offset_for_time`'s."""
+    the options are :meth:`Segment.offset_for_time`'s."""
     for log in logs:
         with Segment(log) as segment, naming(segment.path):
-            found = segment.offset_for_time(timestamp, skip_damaged=skip_damaged)
+            found = segment.offset_for_time(timestamp, skip_damaged=skip_damaged,
+                                            max_decompressed_size=max_decompressed_size)
         if found is not None:
             return found
     return None
@@ -347,25 +349,29 @@ class Segment:
             if entry.last_offset >= offset:
                 yield entry
 
-    def offset_for_time(self, timestamp: int, *, skip_damaged: bool = False) -> int | None:
+    def offset_for_time(self, timestamp: int, *, skip_damaged: bool = False,
+                        max_decompressed_size: int | None = None) -> int | None:
         """The offset of the first record with a timestamp >= ``timestamp``, or None
         (``LogSegment.findOffsetByTimestamp``: the time index says where to start scanning,
         then the batches reaching the timestamp are searched record by record; those are
-        read whole, their CRCs checked, inner messages' too). With ``skip_damaged`` a batch
-        whose records cannot be read is passed over, as a reader that drops damaged batches
-        drops it, and one that cannot be framed ends the search (the partition ends
-        there)."""
+        read whole, their CRCs checked, inner messages' too, each decompressed within
+        ``max_decompressed_size``, as for :func:`kcodec.read_batches`). With
+        ``skip_damaged`` a batch whose records cannot be read is passed over, as a reader
+        that drops damaged batches drops it, and one that cannot be framed ends the search
+        (the partition ends there)."""
         start = self.base_offset
         for entry in self.time_index:
             if entry.timestamp >= timestamp:
                 break
             start = entry.offset  # no batch up to this offset reaches the timestamp
         try:
-            for batch in self.seek(start, validate_crc=False):
+            for batch in self.seek(start, validate_crc=False,
+                                   max_decompressed_size=max_decompressed_size):
                 if batch.max_timestamp < timestamp:
                     continue
                 try:
-                    checked = next(self.reader(batch.position))   # CRCs checked
+                    checked = next(self.reader(   # CRCs checked
+                        batch.position, max_decompressed_size=max_decompressed_size))
                     found = next((r.offset for r in checked.records()
                                   if r.timestamp >= timestamp), None)
                 except KcodecError:

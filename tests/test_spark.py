@@ -600,3 +600,39 @@ def test_offsets_and_timestamps_given_together_are_both_kept(tmp_path: Path) -> 
     assert offsets({"startingOffset": "2", "startingTimestamp": "1700000000006"}) == [6, 7, 8, 9]
     assert offsets({"endingOffset": "3", "endingTimestamp": "1700000000008"}) == [0, 1, 2]
     assert offsets({"endingOffset": "8", "endingTimestamp": "1700000000003"}) == [0, 1, 2]
+
+
+def test_max_decompressed_size_bounds_reading_and_time_lookups(tmp_path: Path) -> None:
+    """maxDecompressedSize bounds each batch's decompression on the executors (whose global
+    limit a driver's setting does not reach) and in the planning's time lookups."""
+    import pyarrow as pa
+
+    from kcodec.errors import DecompressionLimitError
+    from kcodec.spark.functions import decompress_column, explode_batches
+    from kcodec.spark.source import Options, plan, read_slice
+    builder = kcodec.BatchBuilder(compression="gzip")
+    for i in range(10):
+        builder.append(bytes(1000), timestamp=1_700_000_000_000 + i)
+    partition = write_partition(tmp_path / "t-0", [builder.build()])
+
+    def values(given: dict[str, str]) -> list[bytes]:
+        options = Options.parse(given)
+        return [v for part in plan([str(partition)], options)
+                for t in read_slice(part, options, ["value"]) for v in t.column("value").to_pylist()]
+    assert len(values({"maxDecompressedSize": "20000"})) == 10
+    for given in ({"maxDecompressedSize": "5000"},
+                  {"maxDecompressedSize": "5000", "startingTimestamp": "1700000000004"}):
+        with pytest.raises(DecompressionLimitError):
+            values(given)
+    options = Options.parse({"maxDecompressedSize": "5000", "mode": "PERMISSIVE"})
+    (part,) = plan([str(partition)], options)
+    (row,) = pa.Table.from_batches(list(read_slice(part, options, ["value", "_corrupt_record"]))
+                                   ).to_pylist()
+    assert row["value"] is None and "limit of 5000 bytes" in row["_corrupt_record"]
+    for bad in ("-1", "lots"):
+        with pytest.raises(ValueError, match="maxDecompressedSize"):
+            Options.parse({"maxDecompressedSize": bad})
+    with pytest.raises(ValueError, match="0 or more"):
+        explode_batches(None, max_decompressed_size=-1)
+    with pytest.raises(ValueError, match="0 or more"):
+        decompress_column(None, "gzip", max_size=-1)

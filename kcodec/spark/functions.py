@@ -20,15 +20,21 @@ WRITTEN_SCHEMA = "topic string, partition int, batches long, records long, bytes
 
 
 def explode_batches(frame: Any, column: str = "batch", *, topic: str | None = None,
-                    partition: int | None = None, include_headers: bool = False) -> Any:
+                    partition: int | None = None, include_headers: bool = False,
+                    max_decompressed_size: int | None = None) -> Any:
     """One row per record of the record data in ``column`` (any magic and codec), with the
-    ``kafka-log`` schema; ``topic`` and ``partition`` fill those columns."""
+    ``kafka-log`` schema; ``topic`` and ``partition`` fill those columns. Each batch
+    decompresses to at most ``max_decompressed_size`` bytes (None: the executors' global
+    limit, kcodec.codecs')."""
     import kcodec
+    if max_decompressed_size is not None:
+        kcodec.codecs.decompression_limit(max_decompressed_size)   # a negative one raises here
     names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
              *(["headers"] if include_headers else [])]
 
     def decode(data: Any) -> Iterator[Any]:
-        return kcodec.iter_arrow(data, topic=topic, partition=partition, columns=names)
+        return kcodec.iter_arrow(data, topic=topic, partition=partition, columns=names,
+                                 max_decompressed_size=max_decompressed_size)
 
     def explode(batches: Iterator[Any]) -> Iterator[Any]:
         for batch in batches:
@@ -167,18 +173,21 @@ def write_log(frame: Any, path: str, codec: str = "none", *, level: int | None =
     return written
 
 
-def _codec_udf(codec: str, level: int | None, packing: bool, plugin: str | None) -> Any:
+def _codec_udf(codec: str, level: int | None, packing: bool, plugin: str | None,
+               max_size: int | None = None) -> Any:
     import pandas as pd  # type: ignore[import-untyped]
     from pyspark.sql.functions import pandas_udf  # type: ignore[attr-defined]
 
     from kcodec import codecs
+    if max_size is not None:
+        codecs.decompression_limit(max_size)   # a negative one raises here, not on executors
     shipped = ship_plugins([plugin])
 
     @pandas_udf("binary")  # type: ignore[untyped-decorator]
     def through_codec(column: pd.Series) -> pd.Series:
         register_shipped(shipped)
         step = ((lambda b: codecs.compress(codec, b, level, plugin=plugin)) if packing
-                else (lambda b: codecs.decompress(codec, b, plugin=plugin)))
+                else (lambda b: codecs.decompress(codec, b, max_size=max_size, plugin=plugin)))
         return column.map(lambda b: None if b is None else step(b))  # type: ignore[no-untyped-call]
 
     return through_codec
@@ -191,9 +200,11 @@ def compress_column(column: Any, codec: str, level: int | None = None, *,
     return _codec_udf(codec, level, True, plugin)(column)
 
 
-def decompress_column(column: Any, codec: str, *, plugin: str | None = None) -> Any:
-    """The inverse of :func:`compress_column` (bounded, as every kcodec decompression)."""
-    return _codec_udf(codec, None, False, plugin)(column)
+def decompress_column(column: Any, codec: str, *, plugin: str | None = None,
+                      max_size: int | None = None) -> Any:
+    """The inverse of :func:`compress_column`, each value decompressed to at most
+    ``max_size`` bytes (None: the executors' global limit, kcodec.codecs')."""
+    return _codec_udf(codec, None, False, plugin, max_size)(column)
 
 
 __all__ = ["build_batches", "compress_column", "decompress_column", "epoch_millis",

@@ -85,6 +85,7 @@ class Options:
     corrupt_column: str
     split_bytes: int
     chunk_records: int
+    max_decompressed_size: int | None   # None: kcodec.codecs' global limit
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> Options:
@@ -113,6 +114,7 @@ class Options:
             corrupt_column=get("columnnameofcorruptrecord", "_corrupt_record"),
             split_bytes=_integer(get, "maxBytesPerPartition", DEFAULT_SPLIT_BYTES),
             chunk_records=_integer(get, "chunkRecords", 1 << 16),
+            max_decompressed_size=_decompression_limit(get),
         )
 
     def schema(self) -> str:
@@ -144,6 +146,17 @@ def _integer(get: Callable[[str], str | None], name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ValueError(f"kafka-log option {name} takes an integer, not {value!r}") from None
+
+
+def _decompression_limit(get: Callable[[str], str | None]) -> int | None:
+    """The option maxDecompressedSize: bytes one batch may decompress to (None when not
+    given: the executors' global limit, by default 256 MiB)."""
+    if get("maxdecompressedsize") is None:
+        return None
+    limit = _integer(get, "maxDecompressedSize", 0)
+    if limit < 0:
+        raise ValueError(f"kafka-log option maxDecompressedSize takes 0 or more, not {limit}")
+    return limit
 
 
 def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
@@ -224,12 +237,14 @@ def _offset_range(logs: Sequence[Path], options: Options) -> tuple[int, int] | N
     start_time, end_time = options.timestamps
     skip_damaged = options.mode != "FAILFAST"
     if start_time != INT64_MIN:
-        found = offset_for_time(logs, start_time, skip_damaged=skip_damaged)
+        found = offset_for_time(logs, start_time, skip_damaged=skip_damaged,
+                                max_decompressed_size=options.max_decompressed_size)
         if found is None:
             return None
         lo = max(lo, found)
     if end_time != INT64_MAX:
-        found = offset_for_time(logs, end_time, skip_damaged=skip_damaged)
+        found = offset_for_time(logs, end_time, skip_damaged=skip_damaged,
+                                max_decompressed_size=options.max_decompressed_size)
         if found is not None:
             hi = min(hi, found)
     if options.read_committed:
@@ -407,7 +422,8 @@ def _decode(data: Any, first_offset: int, part: SegmentSlice, options: Options,
     for batch in iter_arrow(data, chunk_records=options.chunk_records, topic=part.topic,
                             partition=part.partition, columns=columns, offsets=part.offsets,
                             include_control=options.include_control,
-                            aborted_transactions=aborted):
+                            aborted_transactions=aborted,
+                            max_decompressed_size=options.max_decompressed_size):
         if len(columns) < len(names):
             import pyarrow as pa
             nulls = pa.nulls(batch.num_rows, pa.string())
