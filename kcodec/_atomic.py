@@ -58,13 +58,15 @@ def replaceable(target: Path) -> Path:
 @contextlib.contextmanager
 def atomic_file(target: Path) -> Iterator[BinaryIO]:
     """A file to write that replaces ``target`` (a regular file, or the one a symbolic link
-    names) once the block ends without an error; until then it has a hidden temporary name
-    beside it, removed if the block fails."""
+    names) once the block ends without an error, keeping its permissions; until then it has
+    a hidden temporary name beside it, removed if the block fails."""
     target = replaceable(target)
     temporary = _aside(target)
     # created as open() creates files (0666 less the umask), not private as mkstemp's are
     handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
+        with contextlib.suppress(FileNotFoundError):   # (a file replaced keeps its mode)
+            os.fchmod(handle, stat.S_IMODE(os.stat(target).st_mode))
         with os.fdopen(handle, "wb") as file:
             yield file
             file.flush()

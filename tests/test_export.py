@@ -117,6 +117,22 @@ def test_a_failed_export_leaves_the_destination_as_it_was(tmp_path: Path) -> Non
     assert sorted(p.name for p in tmp_path.iterdir()) == ["orders-0", "out.parquet"]
 
 
+def test_a_file_replaced_keeps_its_permissions(tmp_path: Path) -> None:
+    """A private destination stays private (also through a symbolic link); a new one is
+    created as open() creates files."""
+    partition = write_transactional_partition(tmp_path)
+    private, link, new = tmp_path / "private.arrow", tmp_path / "link.arrow", tmp_path / "new.arrow"
+    private.write_bytes(b"an earlier export")
+    private.chmod(0o600)
+    link.symlink_to(private)
+    for target in (private, link, new):
+        kcodec.export_segments([partition], target)
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600 and link.is_symlink()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(new.stat().st_mode) == 0o666 & ~umask
+
+
 def test_the_input_is_never_the_output(tmp_path: Path) -> None:
     partition = write_transactional_partition(tmp_path)
     log = sorted(partition.glob("*.log"))[0]

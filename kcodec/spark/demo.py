@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import kcodec
+from kcodec._atomic import atomic_file
 from kcodec.constants import Compression
 from kcodec.segments import write_partition
 
@@ -48,12 +49,6 @@ def write_sample_log(root: Path, records_per_partition: int, batch_records: int)
             batches.append(builder.build())
         write_partition(root / f"orders-{number}", batches, segment_bytes=8 << 20)
     return root
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    staging = path.with_name(f".{path.name}.tmp")
-    staging.write_text(text)
-    staging.replace(path)
 
 
 def run(output: str | None, records: int, batch_records: int, cores: int) -> int:
@@ -112,7 +107,8 @@ def run(output: str | None, records: int, batch_records: int, cores: int) -> int
         f"{best['batch_records']} ({best['ratio']:.2f}x). Fastest to decompress: "
         f"{fastest['codec']} ({fastest['decompress_mb_s']:.0f} MB/s).\n\n"
         f"![ratio against compression speed]({picture.name})\n")
-    _write_atomically(report_dir / "report.md", report)
+    with atomic_file(report_dir / "report.md") as file:
+        file.write(report.encode())
     print(f"Report: {report_dir / 'report.md'} and {picture} "
           f"({time.perf_counter() - began:.0f} s in all)")
     return 0

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kcodec import BatchBuilder, codecs, plugins
+from kcodec._atomic import atomic_file
 from kcodec.spark.functions import epoch_millis, register_shipped, ship_plugins
 
 #: The configurations studied when none are given: every Kafka codec at a fast, the default
@@ -170,10 +171,11 @@ def chart(study: Any, path: str | Path) -> Path:
         axis.legend()
     figure.tight_layout()
     target = Path(path)
-    staging = target.with_name(f".{target.name}.tmp")
-    figure.savefig(staging, format="png", dpi=100)
-    plt.close(figure)
-    staging.replace(target)
+    try:
+        with atomic_file(target) as file:
+            figure.savefig(file, format="png", dpi=100)
+    finally:
+        plt.close(figure)
     return target
 
 
