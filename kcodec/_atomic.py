@@ -6,8 +6,9 @@ import contextlib
 import os
 import re
 import secrets
+import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -41,6 +42,51 @@ def staging_directory(target: Path) -> Path:
     staging = _aside(target)
     staging.mkdir(mode=0o777)
     return staging
+
+
+@contextlib.contextmanager
+def directories_together(parent: Path) -> Iterator[Callable[[str], Path]]:
+    """New directories under ``parent`` that appear there together once the block ends
+    without an error, or not at all. The block is given a function that takes a new
+    directory's name (a path relative to ``parent``; FileExistsError if there is one
+    already) and gives where to create it: in a hidden directory, staged beside ``parent``
+    when it does not exist yet (renamed to it at the end) and otherwise in it (each
+    directory renamed into place at the end, those moved put back if a rename fails)."""
+    creating = not parent.exists()
+    if creating:
+        parent.parent.mkdir(parents=True, exist_ok=True)
+    elif not parent.is_dir():
+        raise NotADirectoryError(f"{parent} is not a directory")
+    staging = staging_directory(parent if creating else parent / "new")
+    named: list[str] = []
+
+    def place(name: str) -> Path:
+        if name in named or (parent / name).exists():
+            raise FileExistsError(f"{parent / name} exists; kcodec never overwrites it")
+        named.append(name)
+        (staging / name).parent.mkdir(parents=True, exist_ok=True)
+        return staging / name
+
+    try:
+        yield place
+        if creating:
+            os.rename(staging, parent)
+            fsync_directory(parent.parent)
+            return
+        moved: list[str] = []
+        try:
+            for name in named:
+                (parent / name).parent.mkdir(parents=True, exist_ok=True)
+                os.rename(staging / name, parent / name)
+                moved.append(name)
+        except BaseException:
+            for name in reversed(moved):
+                os.rename(parent / name, staging / name)
+            raise
+        for directory in {(parent / name).parent for name in named}:
+            fsync_directory(directory)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def replaceable(target: Path) -> Path:

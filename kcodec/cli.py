@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from kcodec.dump import (
     java_path,
     write_json,
 )
-from kcodec.errors import naming
+from kcodec.errors import LossyConversionError, naming
 
 
 def sample_events(count: int, start_ms: int) -> list[tuple[bytes, bytes, int, list[tuple[str, bytes]]]]:
@@ -138,12 +138,14 @@ class Progress:
 
 def _log_files(paths: Sequence[str], suffixes: tuple[str, ...] = (".log",)) -> list[Path]:
     """The files named, with the files under each directory named whose suffix is one of
-    ``suffixes``."""
+    ``suffixes`` (but in directories readers pass over, :func:`kcodec.segments.set_aside`)."""
+    from kcodec.segments import set_aside
     files: list[Path] = []
     for name in paths:
         p = Path(name)
         if p.is_dir():
-            files += sorted(f for suffix in suffixes for f in p.rglob(f"*{suffix}"))
+            files += sorted(f for suffix in suffixes for f in p.rglob(f"*{suffix}")
+                            if not set_aside(f, p))
         else:
             files.append(p)
     return files
@@ -290,9 +292,22 @@ def verify(args: argparse.Namespace) -> int:
                 problems += 1
                 print(f"{path}: {problem}")
     progress.close()
+    for staging in _staging_directories(args.paths):
+        problems += 1
+        print(f"{staging}: a directory kcodec was writing, left by a write that was stopped "
+              "(or still under way); remove it: a broker refuses to start with it in a log "
+              "directory")
     print(f"verified {len(files)} segments, {batches} batches, {records} records: "
           f"{'no problems' if not problems else f'{problems} problems'}")
     return 1 if problems else 0
+
+
+def _staging_directories(paths: Sequence[str]) -> list[Path]:
+    """The hidden directories kcodec writes partitions in, found under ``paths``."""
+    from kcodec._atomic import ASIDE_NAME
+    return sorted(found for name in paths if Path(name).is_dir()
+                  for found in Path(name).rglob(".*.partial")
+                  if found.is_dir() and ASIDE_NAME.match(found.name))
 
 
 _STAT_SUMS = ("segments", "batches", "records", "bytes", "record_bytes",
@@ -435,44 +450,83 @@ def convert_command(args: argparse.Namespace) -> int:
     """Rewrite a segment, partition directory or log directory to another magic, codec or
     level; partitions keep their aborted transactions (.txnindex) where the magic can hold
     them. A partial batch ending a partition's last segment is left out, with a warning;
-    one ending any other segment is damage, an error."""
+    one ending any other segment is damage, an error. The partitions written appear
+    together, once all are (none if one fails)."""
+    from kcodec._atomic import directories_together
     from kcodec.segments import (
+        Segment,
         aborted_transactions,
         base_offset_of,
         partial_tails,
-        read_log,
         read_transaction_index,
         segment_files,
-        split_entries,
         write_partition,
     )
-    root = Path(args.source)
-    for directory, files in segment_files(root):
-        if root.is_file():
-            name = root.stem
-            txnindex = root.with_suffix(".txnindex")
-            aborted = read_transaction_index(txnindex) if txnindex.exists() else []
-        else:
-            name = (Path(os.path.abspath(directory)).name if directory == root  # also "."
+    root, destination = Path(args.source), Path(args.destination)
+    partitions = segment_files(root)
+    _refuse_destination_in_source(root, destination)
+    progress = Progress(sum(len(files) for _, files in partitions), "convert")
+    said = []
+    with directories_together(destination) as place:
+        targets = []   # (all named first: one that exists fails the command before any work)
+        for directory, _ in partitions:
+            name = (root.stem if root.is_file()
+                    else Path(os.path.abspath(directory)).name if directory == root  # also "."
                     else str(directory.relative_to(root)))
-            aborted = aborted_transactions(directory)
-        _warn_of_partial_tails(partial_tails(files))
-        converted = []
-        for path in files:
-            with naming(path):
-                converted.append(kcodec.convert(
-                    read_log(path), magic=args.magic, compression=args.compression,
-                    level=args.level, plugin=args.plugin,
-                    on_loss="ignore" if args.allow_loss else "raise"))
-        target = Path(args.destination) / name
-        # an empty last segment (the cleaner's or retention's) holds the log end offset
-        end = base_offset_of(files[-1]) if files and not files[-1].stat().st_size else None
-        write_partition(target, (e for data in converted for e in split_entries(data)),
-                        aborted=aborted if args.magic >= 2 else (), log_end_offset=end)
-        written = sum(len(list(kcodec.read_batches(p.read_bytes()))) for p in target.glob("*.log"))
-        print(f"{root if root.is_file() else directory} -> {target}: {written} batches "
-              "written and read back")
+            targets.append((name, place(name)))
+        for (directory, files), (name, target) in zip(partitions, targets, strict=True):
+            if root.is_file():
+                txnindex = root.with_suffix(".txnindex")
+                aborted = read_transaction_index(txnindex) if txnindex.exists() else []
+            else:
+                aborted = aborted_transactions(directory)
+            _warn_of_partial_tails(partial_tails(files))
+            # an empty last segment (the cleaner's or retention's) holds the log end offset
+            end = base_offset_of(files[-1]) if files and not files[-1].stat().st_size else None
+            write_partition(target, _converted(files, args, progress),
+                            aborted=aborted if args.magic >= 2 else (), log_end_offset=end)
+            written = 0
+            for log in sorted(target.glob("*.log")):
+                with Segment(log) as segment:
+                    written += sum(1 for _ in segment.reader())
+            said.append(f"{root if root.is_file() else directory} -> {destination / name}: "
+                        f"{written} batches written and read back")
+    progress.close()
+    for line in said:
+        print(line)
     return 0
+
+
+def _converted(files: Sequence[Path], args: argparse.Namespace,
+               progress: Progress) -> Iterator[kcodec.RecordBatch | kcodec.LegacyBatch]:
+    """The batches of the segments ``files`` converted as ``args`` say, a batch at a time;
+    a loss not allowed is an error at the end of the segment it happened in."""
+    from kcodec.convert import ConversionReport, iter_convert, loss_text
+    from kcodec.segments import Segment
+    for path in files:
+        progress.step(str(path))
+        report = ConversionReport()
+        with Segment(path) as segment, naming(path):
+            for piece in iter_convert(segment.framed_data(), magic=args.magic,
+                                      compression=args.compression, level=args.level,
+                                      plugin=args.plugin, report=report):
+                yield from kcodec.read_batches(piece, validate_crc=False)
+            if report.lossy and not args.allow_loss:
+                raise LossyConversionError(loss_text(args.magic, report))
+
+
+def _refuse_destination_in_source(root: Path, destination: Path) -> None:
+    """ValueError if ``destination`` is, or lies in, the directory read for ``root`` (a
+    tree, or a segment's partition): its output would be read as input by every later
+    reader of the tree, the records twice."""
+    from kcodec.segments import SEGMENT_NAME
+    read = root if root.is_dir() else root.parent if SEGMENT_NAME.match(root.name) else None
+    if read is None:
+        return
+    inside, where = Path(os.path.realpath(destination)), Path(os.path.realpath(read))
+    if inside == where or where in inside.parents:
+        raise ValueError(f"{destination} lies in {read}, which convert reads: its partitions "
+                         "would be read with the source's; choose a destination outside")
 
 
 def _warn_of_partial_tails(tails: Sequence[tuple[Path, int, int]]) -> None:
@@ -504,16 +558,20 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def gen(args: argparse.Namespace) -> int:
-    """Write sample partitions: JSON-like events in several codecs, keys, headers, transactions."""
+    """Write sample partitions: JSON-like events in several codecs, keys, headers,
+    transactions; they appear together, once all are written."""
+    from kcodec._atomic import directories_together
     from kcodec.segments import split_entries, write_partition
-    codecs = args.codecs
-    for partition in range(args.partitions):
-        codec = codecs[partition % len(codecs)]
-        events = sample_events(args.records, 1_700_000_000_000 + partition)
-        data, _ = _batches(events, args.batch_size, codec)
-        target = Path(args.destination) / f"{args.topic}-{partition}"
-        write_partition(target, split_entries(data), segment_bytes=args.segment_bytes)
-        print(f"{target}: {args.records} records, {codec}")
+    codecs, destination = args.codecs, Path(args.destination)
+    names = [f"{args.topic}-{partition}" for partition in range(args.partitions)]
+    with directories_together(destination) as place:
+        targets = [place(name) for name in names]
+        for partition, target in enumerate(targets):
+            events = sample_events(args.records, 1_700_000_000_000 + partition)
+            data, _ = _batches(events, args.batch_size, codecs[partition % len(codecs)])
+            write_partition(target, split_entries(data), segment_bytes=args.segment_bytes)
+    for partition, name in enumerate(names):
+        print(f"{destination / name}: {args.records} records, {codecs[partition % len(codecs)]}")
     return 0
 
 

@@ -103,36 +103,53 @@ def convert(data: Any, *, magic: int, compression: Compression | int | str | Non
     any other ``compression``. Plain legacy messages are grouped into v2 batches of up to
     ``max_batch_bytes``.
     """
+    if on_loss not in ("warn", "raise", "ignore"):
+        raise ValueError("on_loss is 'warn', 'raise' or 'ignore'")
+    rep = ConversionReport()
+    out = b"".join(iter_convert(data, magic=magic, compression=compression, level=level,
+                                max_batch_bytes=max_batch_bytes, plugin=plugin, report=rep))
+    if rep.lossy:
+        text = loss_text(magic, rep)
+        if on_loss == "raise":
+            raise LossyConversionError(text)
+        if on_loss == "warn":
+            warnings.warn(text, LossyConversionWarning, stacklevel=2)
+    return (out, rep) if report else out
+
+
+def iter_convert(data: Any, *, magic: int, compression: Compression | int | str | None = None,
+                 level: int | None = None, max_batch_bytes: int = 1 << 20,
+                 plugin: str | None = None,
+                 report: ConversionReport | None = None) -> Iterator[bytes]:
+    """:func:`convert`'s output a piece at a time (the whole batches made of one batch, or
+    of a run of plain legacy messages), so that converting a log takes the memory of a
+    batch. ``report``, given, counts what was dropped so far: losses are the caller's to
+    check (:func:`loss_text` says them)."""
     if magic not in (0, 1, 2, 3):
         raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2, or "
                          "KIP-931's experimental 3)")
-    if on_loss not in ("warn", "raise", "ignore"):
-        raise ValueError("on_loss is 'warn', 'raise' or 'ignore'")
     target = None if compression is None else Compression.parse(compression)
     if target in (Compression.ZSTD, Compression.PLUGGABLE) and magic < 2:
         raise UnsupportedCompressionTypeError(
             f"{target.name.lower()} cannot be written with magic {magic}")
     if (target == Compression.PLUGGABLE) != (plugin is not None):
         raise ValueError("compression='pluggable' and a plugin name go together")
-    rep = ConversionReport()
-    out = bytearray()
+    rep = ConversionReport() if report is None else report
     for group in _groups(read_batches(data, allow_magic3=True), magic):
         try:
-            out += _convert_group(group, magic, _Target(target, level, plugin), rep,
-                                  max_batch_bytes)
+            yield _convert_group(group, magic, _Target(target, level, plugin), rep,
+                                 max_batch_bytes)
         except KcodecError as exc:  # as a codec the target cannot hold: at its batch
             if exc.position is None:
                 exc.position = group[0].position
             raise
         except ValueError as exc:  # offsets the target cannot lay out (backwards, too far apart)
             raise InvalidRecordError(f"cannot convert: {exc}", position=group[0].position) from None
-    if rep.lossy:
-        text = "conversion to magic %d: %s" % (magic, "; ".join(rep.losses()))
-        if on_loss == "raise":
-            raise LossyConversionError(text)
-        if on_loss == "warn":
-            warnings.warn(text, LossyConversionWarning, stacklevel=2)
-    return (bytes(out), rep) if report else bytes(out)
+
+
+def loss_text(magic: int, report: ConversionReport) -> str:
+    """What a conversion to ``magic`` dropped, said as LossyConversionError says it."""
+    return "conversion to magic %d: %s" % (magic, "; ".join(report.losses()))
 
 
 def _groups(entries: Iterator[Entry], magic: int) -> Iterator[list[Entry]]:
@@ -368,4 +385,4 @@ def _from_legacy(group: Sequence[Entry], records: list[Record], magic: int,
 
 
 __all__ = ["ConversionReport", "LossyConversionError", "LossyConversionWarning", "convert",
-           "rebuild"]
+           "iter_convert", "loss_text", "rebuild"]

@@ -588,11 +588,16 @@ def segment_files(root: str | os.PathLike[str]) -> list[tuple[Path, list[Path]]]
         raise FileNotFoundError(f"no such file or directory: {top}")
     found: dict[Path, list[Path]] = {}
     for log in top.rglob("*.log"):
-        renamed = log.parent != top and (RENAMED_SUFFIX.search(log.parent.name)
-                                         or ASIDE_NAME.match(log.parent.name))
-        if SEGMENT_NAME.match(log.name) and not renamed:
+        if SEGMENT_NAME.match(log.name) and not set_aside(log, top):
             found.setdefault(log.parent, []).append(log)
     return [(directory, sorted(found[directory])) for directory in sorted(found)]
+
+
+def set_aside(path: Path, top: Path) -> bool:
+    """Whether ``path``, found below the directory ``top``, lies in a directory under it
+    that readers pass over: a partition a broker renamed, or what kcodec was writing."""
+    return any(RENAMED_SUFFIX.search(name) or ASIDE_NAME.match(name)
+               for name in path.relative_to(top).parts[:-1])
 
 
 def merged_segment_files(sources: Iterable[str | os.PathLike[str]],
@@ -613,12 +618,14 @@ def merged_segment_files(sources: Iterable[str | os.PathLike[str]],
 
 
 class _SegmentBeingWritten:
-    """A segment's batches as they are appended, with the .index and .timeindex entries
-    LogSegment.append makes for them."""
+    """A segment's log file in ``directory``, written batch by batch as they are appended,
+    with the .index and .timeindex entries LogSegment.append makes for them."""
 
-    def __init__(self, base_offset: int, interval: int, index_bytes: int) -> None:
+    def __init__(self, directory: Path, base_offset: int, interval: int,
+                 index_bytes: int) -> None:
         self.base_offset = base_offset
-        self.batches: list[bytes] = []
+        self.path = directory / f"{base_offset:020d}.log"
+        self._log = open(self.path, "xb")
         self.size = 0
         self.index, self.time_index = bytearray(), bytearray()
         self._interval = interval
@@ -633,23 +640,23 @@ class _SegmentBeingWritten:
         """Whether a batch of ``size`` bytes ending at ``last_offset`` goes into a new
         segment (LogSegment.shouldRoll, but for time): this one would pass segment.bytes,
         an index is full, or the offset lies past an int32 from the base (the indexes hold
-        offsets relative to it)."""
-        return bool(self.batches) and (
+        offsets relative to it). An empty segment takes any batch."""
+        return self.size > 0 and (
             self.size > segment_bytes - size
             or len(self.index) // OFFSET_INDEX_ENTRY.size >= self._max_offset_entries
             or len(self.time_index) // TIME_INDEX_ENTRY.size >= self._max_time_entries
             or last_offset - self.base_offset > MAX_RELATIVE_OFFSET)
 
-    def append(self, raw: bytes, entry: Entry) -> None:
+    def append(self, raw: Any, entry: Entry) -> None:
         if entry.max_timestamp > self._max_timestamp:
             self._max_timestamp, self._offset_of_max = entry.max_timestamp, entry.last_offset
         if self._since_last_entry > self._interval:
             self.index += OFFSET_INDEX_ENTRY.pack(entry.last_offset - self.base_offset, self.size)
             self._time_entry()
             self._since_last_entry = 0
+        self._log.write(raw)
         self._since_last_entry += len(raw)
         self.size += len(raw)
-        self.batches.append(raw)
 
     def _time_entry(self) -> None:
         if self._max_timestamp > self._last_time_entry:
@@ -657,16 +664,21 @@ class _SegmentBeingWritten:
                                                      self._offset_of_max - self.base_offset)
             self._last_time_entry = self._max_timestamp
 
-    def write(self, directory: Path) -> None:
-        """The segment's files, with the time index entry a roll or close adds."""
+    def finish(self) -> None:
+        """The log made durable, and the indexes written, with the time index entry a roll
+        or close adds."""
         self._time_entry()
-        name = f"{self.base_offset:020d}"
-        for suffix, content in ((".log", b"".join(self.batches)), (".index", self.index),
-                                (".timeindex", self.time_index)):
-            with open(directory / (name + suffix), "wb") as f:
+        with self._log as log:
+            log.flush()
+            os.fsync(log.fileno())
+        for suffix, content in ((".index", self.index), (".timeindex", self.time_index)):
+            with open(self.path.with_suffix(suffix), "xb") as f:
                 f.write(content)
                 f.flush()
                 os.fsync(f.fileno())
+
+    def abandon(self) -> None:
+        self._log.close()
 
 
 def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes | Entry], *,
@@ -705,13 +717,14 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes |
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_directory(target)
     bases: list[int] = []   # of the segments written
+    segment = None
 
     def new_segment(base_offset: int) -> _SegmentBeingWritten:
         bases.append(base_offset)
-        return _SegmentBeingWritten(base_offset, index_interval_bytes, segment_index_bytes)
+        return _SegmentBeingWritten(staging, base_offset, index_interval_bytes,
+                                    segment_index_bytes)
 
     try:
-        segment = None
         position, previous = 0, None   # (in the batches joined; the last offset before)
         for given in batches:
             raw = given.buffer if isinstance(given, (RecordBatch, LegacyBatch)) else given
@@ -721,23 +734,26 @@ def write_partition(directory: str | os.PathLike[str], batches: Iterable[bytes |
             if segment is None or segment.must_roll_for(len(raw), entry.last_offset,
                                                         segment_bytes):
                 if segment is not None:
-                    segment.write(staging)
+                    segment.finish()
                 segment = new_segment(_roll_offset(entry, first, previous))
-            segment.append(bytes(raw), entry)
+            segment.append(raw, entry)
             position, previous = position + len(raw), entry.last_offset
         if segment is not None:
-            segment.write(staging)
+            segment.finish()
         if log_end_offset is not None:
             least = 0 if previous is None else previous + 1
             if not least <= log_end_offset <= INT64_MAX:
                 raise ValueError(f"log_end_offset must be {least}..{INT64_MAX} (past the "
                                  f"batches' offsets), not {log_end_offset}")
-            new_segment(log_end_offset).write(staging)
+            segment = new_segment(log_end_offset)
+            segment.finish()
         _write_transaction_indexes(staging, bases, aborted)
         fsync_directory(staging)
         os.rename(staging, target)
         fsync_directory(target.parent)
     except BaseException:
+        if segment is not None:
+            segment.abandon()
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
@@ -794,5 +810,5 @@ __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeInde
            "aborted_transactions", "base_offset_of", "check_index_sanity", "fetch_aborted",
            "iter_partition_arrow", "iter_partition_columns", "merged_segment_files",
            "open_path", "partial_tails", "partition_of", "read_log", "read_offset_index",
-           "read_time_index", "read_transaction_index", "segment_files", "split_entries",
+           "read_time_index", "read_transaction_index", "segment_files", "set_aside", "split_entries",
            "write_partition"]

@@ -272,11 +272,11 @@ def test_sigterm_is_an_interrupt(tmp_path: Path, capsys: pytest.CaptureFixture[s
     status 143, one line, nothing left behind; the handler before is restored."""
     def terminated(*args: object, **kwargs: object) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
-    monkeypatch.setattr(segments._SegmentBeingWritten, "write", terminated)
+    monkeypatch.setattr(segments._SegmentBeingWritten, "finish", terminated)
     before = signal.getsignal(signal.SIGTERM)
     assert main(["gen", str(tmp_path / "out"), "--partitions", "1", "--records", "10"]) == 143
     assert capsys.readouterr().err == "kcodec: terminated\n"
-    assert list((tmp_path / "out").iterdir()) == []
+    assert list(tmp_path.iterdir()) == []
     assert signal.getsignal(signal.SIGTERM) is before
 
 
@@ -676,15 +676,22 @@ def test_index_checks_decompress_no_wrapper(tmp_path: Path) -> None:
         assert len(segment.index) == 2 and segment.verify_indexes() == []
 
 
-def test_verify_passes_over_a_partition_a_killed_write_left(
+def test_verify_names_a_partition_a_killed_write_left(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Its segments are not read as the log's, but it is a problem: a broker refuses to
+    start with a directory not named as a partition in its log directory. Dump passes
+    over it too."""
     live = segments.write_partition(tmp_path / "logs" / "t-0", sample_log(10))
     left = tmp_path / "logs" / f".t-1.{'0a' * 8}.partial"
-    left.mkdir()
-    (left / f"{0:020d}.log").write_bytes(b"half a batch")
-    assert main(["verify", str(tmp_path / "logs")]) == 0
-    assert "verified 1 segments" in capsys.readouterr().out
-    assert main(["verify", str(left)]) == 1   # named itself, it is read
+    (left / "t-2").mkdir(parents=True)   # (convert stages partitions in one, nested)
+    (left / "t-2" / f"{0:020d}.log").write_bytes(b"half a batch")
+    assert main(["verify", str(tmp_path / "logs")]) == 1
+    out = capsys.readouterr().out
+    assert f"{left}: a directory kcodec was writing" in out
+    assert out.endswith("verified 1 segments, 1 batches, 10 records: 1 problems\n")
+    assert main(["dump", str(tmp_path / "logs")]) == 0
+    assert capsys.readouterr().out.count("Dumping ") == 1
+    assert main(["verify", str(left / "t-2")]) == 1   # named itself, it is read
     assert live.exists()
 
 
@@ -800,10 +807,11 @@ def test_convert_keeps_aborted_transactions_and_the_tree(tmp_path: Path) -> None
                                                   timestamp=TS)
     log = [transaction(0, b"aborted"), marker(ControlType.ABORT, 1), transaction(2, b"kept"),
            marker(ControlType.COMMIT, 3)]
-    source = tmp_path / "broker1" / "data" / "orders-0"
+    source = tmp_path / "tree" / "broker1" / "data" / "orders-0"
     segments.write_partition(source, log, aborted=[segments.AbortedTransaction(9, 0, 1, 2)])
-    segments.write_partition(tmp_path / "broker2" / "data" / "orders-0", sample_log(10))
-    assert main(["convert", str(tmp_path), str(tmp_path / "out"), "--compression", "lz4"]) == 0
+    segments.write_partition(tmp_path / "tree" / "broker2" / "data" / "orders-0", sample_log(10))
+    assert main(["convert", str(tmp_path / "tree"), str(tmp_path / "out"),
+                 "--compression", "lz4"]) == 0
 
     def committed(directory: Path) -> list[bytes]:
         return [bytes(v) for chunk in segments.iter_partition_arrow(directory, read_committed=True)
@@ -819,6 +827,87 @@ def test_every_command_has_help(command: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "kcodec", command, "--help"],
                           capture_output=True, text=True, cwd="/")
     assert proc.returncode == 0 and "usage: kcodec" in proc.stdout
+
+
+def test_convert_writes_every_partition_or_none(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A conversion failing at its second partition (a loss not allowed) leaves its
+    destination as it was: a new one absent, one there with only what it held. A
+    partition already there fails it before any work."""
+    tree = tmp_path / "tree"
+    segments.write_partition(tree / "a-0", sample_log(20))
+    builder = kcodec.BatchBuilder()
+    builder.append(b"v", headers=[("h", b"1")], timestamp=TS)
+    segments.write_partition(tree / "b-0", [builder.build()])
+    new, existing = tmp_path / "new", tmp_path / "existing"
+    (existing / "c-0").mkdir(parents=True)
+    for destination in (new, existing):
+        assert main(["convert", str(tree), str(destination), "--magic", "1"]) == 1
+        assert "1 records lost their headers" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["existing", "tree"]
+    assert [p.name for p in existing.iterdir()] == ["c-0"]
+    for destination in (new, existing):
+        assert main(["convert", str(tree), str(destination), "--magic", "1", "--allow-loss"]) == 0
+    assert sorted(p.name for p in existing.iterdir()) == ["a-0", "b-0", "c-0"]
+    assert sorted(p.name for p in new.iterdir()) == ["a-0", "b-0"]
+    capsys.readouterr()
+    (tree / "c-0").mkdir()
+    segments.write_partition(tree / "c-0" / "x-0", sample_log(10))
+    assert main(["convert", str(tree), str(existing), "--magic", "1", "--allow-loss"]) == 1
+    assert capsys.readouterr().err.endswith(f"{existing / 'a-0'} exists; kcodec never overwrites it\n")
+    assert sorted(p.name for p in existing.iterdir()) == ["a-0", "b-0", "c-0"]
+
+
+def test_gen_writes_every_partition_or_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A disk filling up at the second partition: no partition is left."""
+    write = segments.write_partition
+
+    def full_at_the_second(target: Path, *args: Any, **kwargs: Any) -> Path:
+        if target.name == "t-1":
+            raise OSError(28, "No space left on device")
+        return write(target, *args, **kwargs)
+    monkeypatch.setattr(segments, "write_partition", full_at_the_second)
+    assert main(["gen", str(tmp_path / "out"), "--topic", "t", "--partitions", "3",
+                 "--records", "10"]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_convert_refuses_a_destination_in_its_source(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Written inside what it reads, its output would be read with the source by every
+    later reader of the tree (a segment's partition is what a segment is read with)."""
+    partition = segments.write_partition(tmp_path / "logs" / "t-0", sample_log(10))
+    before = sorted(tmp_path.rglob("*"))
+    for source, destination in ((tmp_path / "logs", tmp_path / "logs" / "converted"),
+                                (partition, partition),
+                                (partition / f"{0:020d}.log", partition / "x")):
+        assert main(["convert", str(source), str(destination)]) == 1
+        assert "choose a destination outside" in capsys.readouterr().err
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_convert_takes_the_memory_of_a_batch(tmp_path: Path) -> None:
+    """Segments are converted and written batch by batch: what Python allocates peaks far
+    below the partition's size (a whole partition had been held, in and out)."""
+    import tracemalloc
+    batches = []
+    for base in range(0, 40 * 256, 256):
+        builder = kcodec.BatchBuilder(base_offset=base)
+        for i in range(base, base + 256):
+            builder.append(b"%08d" % i * 128, timestamp=TS + i)
+        batches.append(builder.build())
+    source = segments.write_partition(tmp_path / "in" / "t-0", batches)
+    size = sum(len(b) for b in batches)
+    tracemalloc.start()
+    try:
+        assert main(["convert", str(source), str(tmp_path / "out"), "--compression", "lz4"]) == 0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert size > 10_000_000 and peak < size / 5
+
 
 
 def test_every_argument_says_what_it_does() -> None:
@@ -1079,7 +1168,7 @@ def test_an_interrupt_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
     """Ctrl-C during a write ends with status 130, one line and nothing written."""
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
-    monkeypatch.setattr(segments._SegmentBeingWritten, "write", interrupted)
+    monkeypatch.setattr(segments._SegmentBeingWritten, "finish", interrupted)
     assert main(["gen", str(tmp_path / "out"), "--partitions", "1", "--records", "10"]) == 130
     assert capsys.readouterr().err == "kcodec: interrupted\n"
-    assert list((tmp_path / "out").iterdir()) == []
+    assert list(tmp_path.iterdir()) == []
