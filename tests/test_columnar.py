@@ -1034,6 +1034,8 @@ def test_timestamps_past_arrows_microseconds_are_refused(magic: int, codec: str)
         builder.append(b"b", timestamp=far)
         log = before + builder.build()
         assert kcodec.decode_columns(log)["timestamp"].tolist() == [1000, 1001, 1002, edge, far]
+        # [lo, hi) keeps the greatest int64 from lo = 2**63 - 1 (and any hi past it)
+        assert kcodec.decode_columns(log, timestamps=(far, 2**63))["timestamp"].tolist() == [far]
         # the second record of the batch: a v2 record's first byte (the first record is its
         # length varint and 7 more), a plain magic-1 message's (the first is 35 bytes), or
         # the compressed batch's or wrapper's
@@ -1146,10 +1148,27 @@ def test_batch_level_columns_equal_the_row_api() -> None:
         legacy.append(b"l0", key=b"k", timestamp=TS)
         legacy.append(b"l1", timestamp=TS + 1)
         log += legacy.build()
+    # sequences wrap past 2**31 - 1 to 0 (DefaultRecordBatch.incrementSequence); records of
+    # a batch of no producer have none (-1), not the batch's -1 plus their offset delta
+    wrapping = kcodec.BatchBuilder(base_offset=14, producer_id=2000, producer_epoch=0,
+                                   base_sequence=2**31 - 2)
+    plain = kcodec.BatchBuilder(base_offset=18)
+    for i in range(4):
+        wrapping.append(b"w%d" % i, timestamp=TS + i)
+        plain.append(b"p%d" % i, timestamp=TS + i)
+    log += wrapping.build() + plain.build()
+    for codec, base in (("none", 22), ("gzip", 24)):   # magic 1, LogAppendTime
+        legacy = kcodec.BatchBuilder(magic=1, compression=codec, base_offset=base,
+                                     timestamp_type=TimestampType.LOG_APPEND_TIME)
+        legacy.append(b"a0", timestamp=TS)
+        legacy.append(b"a1", timestamp=TS)
+        log += legacy.build()
     expected = [(entry.magic, int(entry.compression), entry.producer_id, entry.producer_epoch,
                  record.sequence, entry.is_transactional, entry.is_control,
                  int(entry.timestamp_type))
                 for entry in kcodec.read_batches(bytes(log)) for record in entry]
+    assert [row[4] for row in expected[-12:-4]] == [2**31 - 2, 2**31 - 1, 0, 1, -1, -1, -1, -1]
+    assert [row[7] for row in expected[-4:]] == [1] * 4
     names = ("magic", "compression", "producer_id", "producer_epoch", "sequence",
              "is_transactional", "is_control", "timestamp_type")
     for threads in (1, 2):

@@ -60,6 +60,15 @@ def seeds(tmp_path_factory: pytest.TempPathFactory, shared_root: Path | None) ->
     return folders
 
 
+# libFuzzer's -rss_limit_mb reads the peak resident size (getrusage), which a program
+# started by exec inherits from the process that forked it: this one, which earlier tests
+# may have grown past the limit. The run is forked from a small process of its own.
+FORK_THEN_RUN = ("import os, sys\n"
+                 "if os.fork() == 0:\n"
+                 "    os.execv(sys.argv[1], sys.argv[1:])\n"
+                 "sys.exit(os.waitstatus_to_exitcode(os.wait()[1]))")
+
+
 def _stat(pattern: str, text: str) -> str:
     found = re.findall(pattern, text)
     return found[-1] if found else "?"
@@ -82,7 +91,8 @@ def test_fuzz(target: str, seeds: dict[str, Path], tmp_path: Path,
                str(corpus), str(seeds[target]), *regressions]
     # (libFuzzer ends the process without Python's clean-up, so the targets' temporary
     # files go in the test's own folder)
-    run = subprocess.run(command, capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-c", FORK_THEN_RUN, *command],
+                         capture_output=True, text=True,
                          timeout=(CAMPAIGN_SECONDS or 120) + 300, cwd=tmp_path,
                          env={**os.environ, "PYTHONHASHSEED": "0", "TMPDIR": str(tmp_path)})
     output = run.stdout + run.stderr
