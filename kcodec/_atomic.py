@@ -49,22 +49,22 @@ def directories_together(parent: Path) -> Iterator[Callable[[str], Path]]:
     """New directories under ``parent`` that appear there together once the block ends
     without an error, or not at all. The block is given a function that takes a new
     directory's name (a path relative to ``parent``; FileExistsError if there is one
-    already) and gives where to create it: in a hidden directory, staged beside ``parent``
-    when it does not exist yet (renamed to it at the end) and otherwise in it (each
-    directory renamed into place at the end, those moved put back if a rename fails)."""
+    already) and gives the path to create it at (with the directories up to it), in a
+    hidden directory: one staged beside
+    ``parent`` when it does not exist yet (renamed to it at the end), or else in it (each
+    directory renamed into place at the end, and put back should one rename fail)."""
     creating = not parent.exists()
     if creating:
         parent.parent.mkdir(parents=True, exist_ok=True)
     elif not parent.is_dir():
         raise NotADirectoryError(f"{parent} is not a directory")
     staging = staging_directory(parent if creating else parent / "new")
-    named: list[str] = []
+    named: list[Path] = []
 
     def place(name: str) -> Path:
-        if name in named or (parent / name).exists():
+        if Path(name) in named or (parent / name).exists():
             raise FileExistsError(f"{parent / name} exists; kcodec never overwrites it")
-        named.append(name)
-        (staging / name).parent.mkdir(parents=True, exist_ok=True)
+        named.append(Path(name))
         return staging / name
 
     try:
@@ -72,21 +72,38 @@ def directories_together(parent: Path) -> Iterator[Callable[[str], Path]]:
         if creating:
             os.rename(staging, parent)
             fsync_directory(parent.parent)
-            return
-        moved: list[str] = []
-        try:
-            for name in named:
-                (parent / name).parent.mkdir(parents=True, exist_ok=True)
-                os.rename(staging / name, parent / name)
-                moved.append(name)
-        except BaseException:
-            for name in reversed(moved):
-                os.rename(parent / name, staging / name)
-            raise
-        for directory in {(parent / name).parent for name in named}:
-            fsync_directory(directory)
+        else:
+            # (a directory named inside another moves with it)
+            _move_into_place(staging, parent, [name for name in named
+                                               if not any(n in name.parents for n in named)])
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _move_into_place(staging: Path, parent: Path, names: list[Path]) -> None:
+    """Rename each of ``names`` from ``staging`` into ``parent`` (making the directories
+    between); should one fail, those moved go back and those made are removed."""
+    made: list[Path] = []   # directories between, made here
+    moved: list[Path] = []  # noted before each rename: a signal may cut in after it
+    try:
+        for name in names:
+            missing = [d for d in (parent / name).parents if d not in parent.parents
+                       and d != parent and not d.exists()]
+            for directory in reversed(missing):
+                directory.mkdir()
+                made.append(directory)
+            moved.append(name)
+            os.rename(staging / name, parent / name)
+        for directory in {(parent / name).parent for name in names}:
+            fsync_directory(directory)
+    except BaseException:
+        for name in reversed(moved):
+            if not (staging / name).exists():   # (renamed before the failure)
+                os.rename(parent / name, staging / name)
+        for directory in reversed(made):
+            with contextlib.suppress(OSError):   # (unless another writer put something there)
+                directory.rmdir()
+        raise
 
 
 def replaceable(target: Path) -> Path:

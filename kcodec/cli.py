@@ -303,11 +303,14 @@ def verify(args: argparse.Namespace) -> int:
 
 
 def _staging_directories(paths: Sequence[str]) -> list[Path]:
-    """The hidden directories kcodec writes partitions in, found under ``paths``."""
+    """The hidden directories kcodec writes partitions in, found under ``paths`` (but
+    those inside another: they go with it)."""
     from kcodec._atomic import ASIDE_NAME
+    from kcodec.segments import set_aside
     return sorted(found for name in paths if Path(name).is_dir()
                   for found in Path(name).rglob(".*.partial")
-                  if found.is_dir() and ASIDE_NAME.match(found.name))
+                  if found.is_dir() and ASIDE_NAME.match(found.name)
+                  and not set_aside(found, Path(name)))
 
 
 _STAT_SUMS = ("segments", "batches", "records", "bytes", "record_bytes",

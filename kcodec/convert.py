@@ -11,8 +11,9 @@ counts it, and by default a :class:`LossyConversionWarning` names it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, NamedTuple, overload
 
 from kcodec._batch import RecordBatch, read_batches
@@ -121,9 +122,9 @@ def iter_convert(data: Any, *, magic: int, compression: Compression | int | str 
                  level: int | None = None, max_batch_bytes: int = 1 << 20,
                  plugin: str | None = None,
                  report: ConversionReport | None = None) -> Iterator[bytes]:
-    """:func:`convert`'s output a piece at a time (the whole batches made of one batch, or
-    of a run of plain legacy messages), so that converting a log takes the memory of a
-    batch. ``report``, given, counts what was dropped so far: losses are the caller's to
+    """:func:`convert`'s output a piece at a time (the whole batches one batch in becomes;
+    going up from legacy messages, each batch as it is filled), so that converting a log
+    takes the memory of a batch. ``report``, given, counts what was dropped so far: losses are the caller's to
     check (:func:`loss_text` says them)."""
     if magic not in (0, 1, 2, 3):
         raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2, or "
@@ -135,16 +136,21 @@ def iter_convert(data: Any, *, magic: int, compression: Compression | int | str 
     if (target == Compression.PLUGGABLE) != (plugin is not None):
         raise ValueError("compression='pluggable' and a plugin name go together")
     rep = ConversionReport() if report is None else report
-    for group in _groups(read_batches(data, allow_magic3=True), magic):
+    entries = read_batches(data, allow_magic3=True)
+    for _, group in itertools.groupby(entries, _run_key(magic)):
+        first = next(group)
         try:
-            yield _convert_group(group, magic, _Target(target, level, plugin), rep,
-                                 max_batch_bytes)
+            if isinstance(first, LegacyBatch) and magic >= 2:
+                yield from _up_converted(first, group, magic, _Target(target, level, plugin),
+                                         rep, max_batch_bytes)
+            else:
+                yield _convert_entry(first, magic, _Target(target, level, plugin), rep)
         except KcodecError as exc:  # as a codec the target cannot hold: at its batch
             if exc.position is None:
-                exc.position = group[0].position
+                exc.position = first.position
             raise
         except ValueError as exc:  # offsets the target cannot lay out (backwards, too far apart)
-            raise InvalidRecordError(f"cannot convert: {exc}", position=group[0].position) from None
+            raise InvalidRecordError(f"cannot convert: {exc}", position=first.position) from None
 
 
 def loss_text(magic: int, report: ConversionReport) -> str:
@@ -152,32 +158,19 @@ def loss_text(magic: int, report: ConversionReport) -> str:
     return "conversion to magic %d: %s" % (magic, "; ".join(report.losses()))
 
 
-def _groups(entries: Iterator[Entry], magic: int) -> Iterator[list[Entry]]:
-    """Entries one by one, except runs of plain legacy messages going up to magic 2, which
-    become one batch (Kafka's validator up-converts a produce request's set as one batch)."""
-    run: list[Entry] = []
-    for entry in entries:
-        plain_legacy = isinstance(entry, LegacyBatch) and not entry.is_compressed
-        if plain_legacy and magic >= 2 and (not run or _same_kind(run[0], entry)):
-            run.append(entry)
-            continue
-        if run:
-            yield run
-            run = []
-        if plain_legacy and magic >= 2:
-            run.append(entry)
-        else:
-            yield [entry]
-    if run:
-        yield run
+def _run_key(magic: int) -> Callable[[Entry], object]:
+    """What groups entries for conversion: each entry alone, but runs of plain legacy
+    messages going up to magic 2, which become one batch (Kafka's validator up-converts a
+    produce request's set as one) when of one magic and timestamp type, and under log
+    append time of one timestamp (a batch holds one)."""
+    alone = itertools.count()
 
-
-def _same_kind(a: Entry, b: Entry) -> bool:
-    """Whether two plain legacy messages can share a v2 batch: one magic and timestamp
-    type, and under log append time one timestamp (a batch holds one)."""
-    return (a.magic == b.magic and a.timestamp_type == b.timestamp_type
-            and (a.timestamp_type != TimestampType.LOG_APPEND_TIME
-                 or a.max_timestamp == b.max_timestamp))
+    def key(entry: Entry) -> object:
+        if magic < 2 or not isinstance(entry, LegacyBatch) or entry.is_compressed:
+            return next(alone)
+        log_append = entry.timestamp_type == TimestampType.LOG_APPEND_TIME
+        return (entry.magic, entry.timestamp_type, entry.max_timestamp if log_append else None)
+    return key
 
 
 class _Target(NamedTuple):
@@ -186,10 +179,9 @@ class _Target(NamedTuple):
     plugin: str | None
 
 
-def _convert_group(group: Sequence[Entry], magic: int, target: _Target,
-                   rep: ConversionReport, max_batch_bytes: int) -> bytes:
-    first = group[0]
-    rep.batches_in += len(group)
+def _convert_entry(first: Entry, magic: int, target: _Target, rep: ConversionReport) -> bytes:
+    """One entry converted, but a legacy one going up to magic 2 (:func:`_up_converted`)."""
+    rep.batches_in += 1
     level = target.level
     codec = first.compression if target.codec is None else target.codec
     plugin = target.plugin
@@ -197,7 +189,7 @@ def _convert_group(group: Sequence[Entry], magic: int, target: _Target,
         plugin = first.plugin_name if isinstance(first, RecordBatch) else None
     same_plugin = codec != Compression.PLUGGABLE or (
         isinstance(first, RecordBatch) and plugin == first.plugin_name)
-    if len(group) == 1 and first.magic == magic and codec == first.compression_id and (
+    if first.magic == magic and codec == first.compression_id and (
             level is None or codec == Compression.NONE) and same_plugin:
         rep.copied_batches += 1
         rep.batches_out += 1
@@ -227,8 +219,15 @@ def _convert_group(group: Sequence[Entry], magic: int, target: _Target,
             # Kafka never compresses a control batch
             codec, level, plugin = Compression.NONE, None, None
         return _from_v2(first, magic, codec, level, rep, plugin)
-    records = [r for entry in group for r in entry]
-    return _from_legacy(group, records, magic, codec, level, rep, max_batch_bytes, plugin)
+    records = first.records()
+    rep.records += len(records)
+    if magic == 0 and first.magic == 1:
+        rep.records_with_timestamps_dropped += sum(1 for r in records if r.timestamp != -1)
+    ts_type = TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else (
+        first.timestamp_type if first.magic == 1 else TimestampType.CREATE_TIME)
+    log_append = first.timestamp_type == TimestampType.LOG_APPEND_TIME
+    return _legacy_entries(records, magic, codec, level, ts_type,
+                           first.timestamp if log_append else None, rep, first.position)
 
 
 def _from_v2(batch: RecordBatch, magic: int, codec: Compression, level: int | None,
@@ -348,40 +347,41 @@ def _legacy_entries(records: Sequence[Record], magic: int, codec: Compression,
     return bytes(out)
 
 
-def _from_legacy(group: Sequence[Entry], records: list[Record], magic: int,
-                 codec: Compression, level: int | None, rep: ConversionReport,
-                 max_batch_bytes: int, plugin: str | None) -> bytes:
-    first = group[0]
-    assert isinstance(first, LegacyBatch)
-    rep.records += len(records)
+def _up_converted(first: LegacyBatch, rest: Iterator[Entry], magic: int, target: _Target,
+                  rep: ConversionReport, max_batch_bytes: int) -> Iterator[bytes]:
+    """A legacy wrapper, or a run of plain legacy messages starting with ``first``, as
+    batches of ``magic`` (2 or 3) of up to ``max_batch_bytes`` and of offsets within an int32 of their first,
+    each given out once built (a run may be a whole segment). Records are checked as
+    Kafka's builder checks them, and errors name ``first``'s byte."""
+    codec = first.compression if target.codec is None else target.codec
     log_append = first.timestamp_type == TimestampType.LOG_APPEND_TIME
-    if magic < 2:
-        if magic == 0 and first.magic == 1:
-            rep.records_with_timestamps_dropped += sum(1 for r in records if r.timestamp != -1)
-        ts_type = TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else (
-            first.timestamp_type if first.magic == 1 else TimestampType.CREATE_TIME)
-        return _legacy_entries(records, magic, codec, level, ts_type,
-                               first.timestamp if log_append else None, rep, first.position)
-    check_writable(records, first.position)
-    out = bytearray()
-    start = 0
-    while start < len(records):
-        builder = BatchBuilder(
-            magic=magic, compression=codec, level=level, plugin=plugin,
-            base_offset=records[start].offset,
-            timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
-            log_append_time=max(r.timestamp for r in records) if log_append else None)
-        end = start
-        while end < len(records) and (end == start or (
-                builder.size_in_bytes < max_batch_bytes
-                and records[end].offset - records[start].offset <= MAX_OFFSET_DELTA)):
-            r = records[end]
+    builder: BatchBuilder | None = None
+    base_offset = 0
+    seen: list[Record] = []   # the record before, for check_writable's order check
+    for entry in itertools.chain([first], rest):
+        rep.batches_in += 1
+        for r in entry:
+            check_writable([*seen, r], first.position)
+            seen = [r]
+            rep.records += 1
+            if builder is not None and not (builder.size_in_bytes < max_batch_bytes
+                                            and r.offset - base_offset <= MAX_OFFSET_DELTA):
+                rep.batches_out += 1
+                yield builder.build()
+                builder = None
+            if builder is None:
+                # (under log append time every record of a run or wrapper has its time)
+                builder = BatchBuilder(
+                    magic=magic, compression=codec, level=target.level, plugin=target.plugin,
+                    base_offset=r.offset,
+                    timestamp_type=(TimestampType.LOG_APPEND_TIME if log_append
+                                    else TimestampType.CREATE_TIME),
+                    log_append_time=r.timestamp if log_append else None)
+                base_offset = r.offset
             builder.append(r.value, key=r.key, timestamp=r.timestamp, offset=r.offset)
-            end += 1
-        out += builder.build()
+    if builder is not None:
         rep.batches_out += 1
-        start = end
-    return bytes(out)
+        yield builder.build()
 
 
 __all__ = ["ConversionReport", "LossyConversionError", "LossyConversionWarning", "convert",
