@@ -30,6 +30,15 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+def test_local_session_leaves_this_processs_environment_as_it_was(spark: Any) -> None:
+    """Its workers' settings go to Spark (whose workers here run from a source checkout,
+    which they must not import from), not to this process's later subprocesses."""
+    from kcodec.spark import local_session
+    before = dict(os.environ)
+    assert local_session(2, "kcodec tests") is spark
+    assert dict(os.environ) == before
+
+
 def segment_rows(path: Path) -> list[tuple[Any, ...]]:
     """What a consumer reads from a segment, through the row API."""
     with Segment(path) as segment:

@@ -16,16 +16,21 @@ def register(spark: Any) -> None:
     spark.dataSource.register(KafkaLogDataSource)
 
 
+# what local_session's workers need: this interpreter, and no imports from their
+# working directory
+_WORKER_ENVIRONMENT = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+                       "PYTHONSAFEPATH": "1"}
+
+
 def local_session(cores: int = 2, app_name: str = "kcodec", **conf: str) -> Any:
     """A SparkSession on Spark's embedded local mode whose Python workers run this
     interpreter (so they import the same kcodec), with the data source registered.
 
     Workers start in this process's working directory; ``PYTHONSAFEPATH`` keeps them from
-    importing from it (a source checkout there would shadow the installed kcodec)."""
+    importing from it (a source checkout there would shadow the installed kcodec). These
+    are set (where not set already) in the environment Spark starts with, and this
+    process's is left as it was."""
     from pyspark.sql import SparkSession
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("PYTHONSAFEPATH", "1")
     builder = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -35,7 +40,15 @@ def local_session(cores: int = 2, app_name: str = "kcodec", **conf: str) -> Any:
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    given = {name: os.environ.get(name) for name in _WORKER_ENVIRONMENT}
+    for name, value in _WORKER_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+    try:   # (Spark's JVM, started here, keeps the environment it starts with)
+        spark = builder.getOrCreate()
+    finally:
+        for name, before in given.items():
+            if before is None:
+                del os.environ[name]
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
