@@ -84,7 +84,9 @@ def _move_into_place(staging: Path, parent: Path, names: list[Path]) -> None:
     """Rename each of ``names`` from ``staging`` into ``parent`` (making the directories
     between); should one fail, those moved go back and those made are removed."""
     made: list[Path] = []   # directories between, made here
-    moved: list[Path] = []  # noted before each rename: a signal may cut in after it
+    # each with its identity, noted before its rename (a signal may cut in as it returns):
+    # only a directory of that identity at its name goes back
+    moved: list[tuple[Path, tuple[int, int]]] = []
     try:
         for name in names:
             missing = [d for d in (parent / name).parents if d not in parent.parents
@@ -92,18 +94,25 @@ def _move_into_place(staging: Path, parent: Path, names: list[Path]) -> None:
             for directory in reversed(missing):
                 directory.mkdir()
                 made.append(directory)
-            moved.append(name)
+            moved.append((name, _identity(staging / name)))
             os.rename(staging / name, parent / name)
         for directory in {(parent / name).parent for name in names}:
             fsync_directory(directory)
     except BaseException:
-        for name in reversed(moved):
-            if not (staging / name).exists():   # (renamed before the failure)
-                os.rename(parent / name, staging / name)
+        for name, identity in reversed(moved):
+            with contextlib.suppress(FileNotFoundError):
+                if _identity(parent / name) == identity:
+                    os.rename(parent / name, staging / name)
         for directory in reversed(made):
             with contextlib.suppress(OSError):   # (unless another writer put something there)
                 directory.rmdir()
         raise
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    """The device and inode of ``path`` (FileNotFoundError if there is none)."""
+    found = os.lstat(path)
+    return found.st_dev, found.st_ino
 
 
 def replaceable(target: Path) -> Path:

@@ -354,7 +354,10 @@ def _up_converted(first: LegacyBatch, rest: Iterator[Entry], magic: int, target:
     each given out once built (a run may be a whole segment). Records are checked as
     Kafka's builder checks them, and errors name ``first``'s byte."""
     codec = first.compression if target.codec is None else target.codec
-    log_append = first.timestamp_type == TimestampType.LOG_APPEND_TIME
+    # under log append time a run's messages share one time (see _run_key), and a
+    # wrapper's time is its magic-1 messages' (a magic-0 one inside has none, -1)
+    log_append_time = (max(r.timestamp for r in first)
+                       if first.timestamp_type == TimestampType.LOG_APPEND_TIME else None)
     builder: BatchBuilder | None = None
     base_offset = 0
     seen: list[Record] = []   # the record before, for check_writable's order check
@@ -370,13 +373,12 @@ def _up_converted(first: LegacyBatch, rest: Iterator[Entry], magic: int, target:
                 yield builder.build()
                 builder = None
             if builder is None:
-                # (under log append time every record of a run or wrapper has its time)
                 builder = BatchBuilder(
                     magic=magic, compression=codec, level=target.level, plugin=target.plugin,
                     base_offset=r.offset,
-                    timestamp_type=(TimestampType.LOG_APPEND_TIME if log_append
-                                    else TimestampType.CREATE_TIME),
-                    log_append_time=r.timestamp if log_append else None)
+                    timestamp_type=(TimestampType.CREATE_TIME if log_append_time is None
+                                    else TimestampType.LOG_APPEND_TIME),
+                    log_append_time=log_append_time)
                 base_offset = r.offset
             builder.append(r.value, key=r.key, timestamp=r.timestamp, offset=r.offset)
     if builder is not None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
+import struct
 import warnings
+import zlib
 
 import pytest
 from hypothesis import given, settings
@@ -299,3 +302,25 @@ def test_a_sequence_without_a_producer_is_a_loss_too() -> None:
     builder.append(b"v", timestamp=TS)
     with pytest.raises(LossyConversionError):
         kcodec.convert(builder.build(), magic=1, on_loss="raise")
+
+
+def test_a_log_append_time_wrapper_keeps_its_time_going_up() -> None:
+    """A magic-1 LogAppendTime wrapper whose first message is magic 0 (which has no time
+    of its own): the batches it becomes keep the wrapper's time, however they are split."""
+    def message(offset: int, value: bytes, magic: int, attributes: int = 0,
+                timestamp: int = 0) -> bytes:
+        body = (struct.pack(">bb", magic, attributes)
+                + (struct.pack(">q", timestamp) if magic else b"")
+                + struct.pack(">ii", -1, len(value)) + value)
+        body = struct.pack(">I", zlib.crc32(body)) + body
+        return struct.pack(">qi", offset, len(body)) + body
+    time = 1_700_000_000_000
+    inner = message(0, b"a", 0) + message(1, b"b", 1, timestamp=5)
+    wrapper = message(1, gzip.compress(inner), 1, attributes=1 | 8, timestamp=time)
+    for magic in (2, 3):
+        for max_batch_bytes in (1 << 20, 1):
+            out = kcodec.convert(wrapper, magic=magic, max_batch_bytes=max_batch_bytes)
+            batches = list(kcodec.read_batches(out, allow_magic3=True))
+            assert len(batches) == (1 if max_batch_bytes > 1 else 2)
+            assert {(b.timestamp_type, b.max_timestamp) for b in batches} == {
+                (TimestampType.LOG_APPEND_TIME, time)}

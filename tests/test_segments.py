@@ -887,6 +887,25 @@ def test_an_interrupt_among_the_last_renames_puts_every_partition_back(
     assert (destination / "a" / "t-0" / "u-0" / f"{0:020d}.log").exists()
 
 
+def test_directories_put_back_are_only_ours(tmp_path: Path) -> None:
+    """A rename that fails (a directory named but never made, as a failed writer leaves
+    it) puts back those moved before it, and nothing of another writer's at that name."""
+    from kcodec._atomic import directories_together
+    destination = tmp_path / "out"
+    for other_writer in (False, True):
+        shutil.rmtree(destination, ignore_errors=True)
+        destination.mkdir()
+        with pytest.raises(FileNotFoundError):
+            with directories_together(destination) as place:
+                (place("a") / "ours").mkdir(parents=True)
+                place("b")
+                if other_writer:
+                    (destination / "b").mkdir()
+                    (destination / "b" / "theirs").write_bytes(b"")
+        assert sorted(str(p.relative_to(destination)) for p in destination.rglob("*")) == (
+            ["b", "b/theirs"] if other_writer else [])
+
+
 def test_gen_writes_every_partition_or_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """A disk filling up at the second partition: no partition is left."""
