@@ -50,9 +50,9 @@ def directories_together(parent: Path) -> Iterator[Callable[[str], Path]]:
     without an error, or not at all. The block is given a function that takes a new
     directory's name (a path relative to ``parent``; FileExistsError if there is one
     already) and gives the path to create it at (with the directories up to it), in a
-    hidden directory: one staged beside
-    ``parent`` when it does not exist yet (renamed to it at the end), or else in it (each
-    directory renamed into place at the end, and put back should one rename fail)."""
+    hidden directory: one staged beside ``parent`` when it does not exist yet (renamed to
+    it at the end), or else in it (each directory renamed into place at the end, and put
+    back should one rename fail)."""
     creating = not parent.exists()
     if creating:
         parent.parent.mkdir(parents=True, exist_ok=True)

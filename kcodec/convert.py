@@ -124,8 +124,8 @@ def iter_convert(data: Any, *, magic: int, compression: Compression | int | str 
                  report: ConversionReport | None = None) -> Iterator[bytes]:
     """:func:`convert`'s output a piece at a time (the whole batches one batch in becomes;
     going up from legacy messages, each batch as it is filled), so that converting a log
-    takes the memory of a batch. ``report``, given, counts what was dropped so far: losses are the caller's to
-    check (:func:`loss_text` says them)."""
+    takes the memory of a batch. ``report``, given, counts what was dropped so far: losses
+    are the caller's to check (:func:`loss_text` says them)."""
     if magic not in (0, 1, 2, 3):
         raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2, or "
                          "KIP-931's experimental 3)")
@@ -180,7 +180,8 @@ class _Target(NamedTuple):
 
 
 def _convert_entry(first: Entry, magic: int, target: _Target, rep: ConversionReport) -> bytes:
-    """One entry converted, but a legacy one going up to magic 2 (:func:`_up_converted`)."""
+    """One entry converted, but a legacy one going up to magic 2 or 3
+    (:func:`_up_converted`)."""
     rep.batches_in += 1
     level = target.level
     codec = first.compression if target.codec is None else target.codec
@@ -350,9 +351,10 @@ def _legacy_entries(records: Sequence[Record], magic: int, codec: Compression,
 def _up_converted(first: LegacyBatch, rest: Iterator[Entry], magic: int, target: _Target,
                   rep: ConversionReport, max_batch_bytes: int) -> Iterator[bytes]:
     """A legacy wrapper, or a run of plain legacy messages starting with ``first``, as
-    batches of ``magic`` (2 or 3) of up to ``max_batch_bytes`` and of offsets within an int32 of their first,
-    each given out once built (a run may be a whole segment). Records are checked as
-    Kafka's builder checks them, and errors name ``first``'s byte."""
+    batches of ``magic`` (2 or 3) of up to ``max_batch_bytes`` and of offsets within an
+    int32 of their first, each given out once built (a run may be a whole segment).
+    Records are checked as Kafka's builder checks them, and errors name ``first``'s
+    byte."""
     codec = first.compression if target.codec is None else target.codec
     # under log append time a run's messages share one time (see _run_key), and a
     # wrapper's time is its magic-1 messages' (a magic-0 one inside has none, -1)

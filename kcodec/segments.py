@@ -808,7 +808,7 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
            "aborted_transactions", "base_offset_of", "check_index_sanity", "fetch_aborted",
-           "iter_partition_arrow", "iter_partition_columns", "merged_segment_files",
-           "open_path", "partial_tails", "partition_of", "read_log", "read_offset_index",
-           "read_time_index", "read_transaction_index", "segment_files", "set_aside", "split_entries",
+           "iter_partition_arrow", "iter_partition_columns", "merged_segment_files", "open_path",
+           "partial_tails", "partition_of", "read_log", "read_offset_index", "read_time_index",
+           "read_transaction_index", "segment_files", "set_aside", "split_entries",
            "write_partition"]
