@@ -9,7 +9,7 @@ The pool is used with the GIL held. Its memory comes from malloc, as the columns
 that a column's buffer can be lent to a decompressor as its sink (``ScratchBuffer.lend``).
 """
 cimport cython
-from cpython.buffer cimport PyBuffer_FillInfo
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE
 from cpython.memoryview cimport PyMemoryView_FromObject
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memmove
@@ -189,6 +189,8 @@ cdef class LentMemory:
 
 
 @cython.final
+@cython.no_gc   # (its one reference, a LentMemory, holds none: a cleared ``memory`` would
+                # leave __releasebuffer__ nothing to count down when a cycle is collected)
 cdef class _LentView:
     """One range of a LentMemory, exported once: as the memoryview that lend_view() makes
     (so the view's own ``obj`` cannot make another after the memory has moved on)."""
@@ -197,10 +199,23 @@ cdef class _LentView:
     cdef bint writable, exported
 
     def __getbuffer__(self, Py_buffer *view, int flags):
+        # (filled here as PyBuffer_FillInfo would, which would also take a reference to
+        # ``self`` over the one Cython set up, never dropped)
         if self.exported:
             raise BufferError("a view kcodec lends is exported once")
-        PyBuffer_FillInfo(view, self, <char *>self.memory.data + self.offset, self.size,
-                          not self.writable, flags)
+        if flags & PyBUF_WRITABLE and not self.writable:
+            raise BufferError("a view kcodec lends read-only is not writable")
+        view.obj = self
+        view.buf = <char *>self.memory.data + self.offset
+        view.len = self.size
+        view.readonly = not self.writable
+        view.itemsize = 1
+        view.format = <char *>b"B" if flags & PyBUF_FORMAT else NULL
+        view.ndim = 1
+        view.shape = &view.len if flags & PyBUF_ND else NULL
+        view.strides = &view.itemsize if (flags & PyBUF_STRIDES) == PyBUF_STRIDES else NULL
+        view.suboffsets = NULL
+        view.internal = NULL
         self.exported = True
         self.memory.exports += 1
 
@@ -231,6 +246,8 @@ cdef bint keep_if_viewed(LentMemory memory, Scratch s) noexcept:
     return True
 
 
+@cython.no_gc   # (its one reference, a LentMemory, holds none: clearing it would give back
+                # memory that windows still view)
 cdef class ScratchBuffer:
     """A growable byte buffer from the pool, filled by the decompressors.
 
