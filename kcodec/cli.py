@@ -24,6 +24,7 @@ from kcodec.dump import (
     dump_index_lines,
     dump_log_lines,
     dump_producer_snapshot_lines,
+    dump_reader,
     dump_transaction_index_lines,
     java_path,
     write_json,
@@ -222,13 +223,11 @@ def _dump_json(path: Path, args: argparse.Namespace) -> None:
     from kcodec.segments import Segment
     out = sys.stdout
     with Segment(path) as segment, naming(path):
-        reader = segment.reader(validate_crc=False)
+        reader = dump_reader(segment, args.max_bytes)
         if not args.jsonl:   # (as json.dumps(..., indent=1) writes the document)
             out.write(f"{{\n \"file\": {json.dumps(str(path))},\n \"batches\": [")
         written = 0
         for b in reader:
-            if args.max_bytes is not None and b.position + b.size > args.max_bytes:
-                break
             item = batch_json(b, args.deep_iteration, args.print_data_log, lazy=True)
             if args.jsonl:   # (json's C encoder a record at a time: several times faster)
                 records = item.pop("records", None)
@@ -426,14 +425,14 @@ def stats(args: argparse.Namespace) -> int:
 
 def _kip931_stats(args: argparse.Namespace) -> int:
     from kcodec.kip931 import Savings, measure
-    from kcodec.segments import read_log
+    from kcodec.segments import Segment
     report: dict[str, Any] = {}
     overall = Savings()
     for name, files in _named_partitions(args.paths):
         savings = Savings()
         for path in files:
-            with naming(path):
-                savings.add(measure(read_log(path)))
+            with Segment(path) as segment, naming(path):   # (read from the map, not copied)
+                savings.add(measure(segment.framed_data()))
         overall.add(savings)
         report[name] = savings.report()
     if args.json:

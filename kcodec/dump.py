@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kcodec._batch import RecordBatch, read_batches
+from kcodec._batch import BatchReader, RecordBatch, read_batches
 from kcodec._java_text import ERRORS as JAVA_ERRORS
 from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
@@ -143,7 +143,7 @@ def record_line(batch: RecordBatch | LegacyBatch, record: Record, print_data: bo
             keys = ",".join(k for k, _ in record.headers)
             line += f" sequence: {record.sequence} headerKeys: [{keys}]"
         if batch.is_control:
-            line += _control_text(record)
+            line += _control_text(batch, record)
     if print_data and not batch.is_control:
         if record.key is not None:
             line += f"{prefix}key: {_text(record.key)}"
@@ -152,18 +152,29 @@ def record_line(batch: RecordBatch | LegacyBatch, record: Record, print_data: bo
     return line
 
 
-def _control_text(record: Record) -> str:
+def _control_text(batch: RecordBatch | LegacyBatch, record: Record) -> str:
     """What kafka-dump-log adds for a control record: an end transaction marker's type and
     epoch, a KRaft record's value as Kafka's JSON, else the type's name and id."""
     control = record.control_type
     if control in (ControlType.ABORT, ControlType.COMMIT):
         return f" endTxnMarker: {control.name} coordinatorEpoch: {record.coordinator_epoch}"
     if control in DUMP_LABELS:
-        fields = read_kraft_control(control, record.value, record.offset)
-        return f" {DUMP_LABELS[control]} {kafka_json(fields)}"
+        return f" {DUMP_LABELS[control]} {kafka_json(_kraft_fields(batch, record))}"
     type_id = int.from_bytes((record.key or b"\0\0\0\0")[2:4], "big", signed=True)
     name = control.name if control is not None else ControlType.UNKNOWN.name
     return f" controlType: {name}({type_id})"
+
+
+def _kraft_fields(batch: RecordBatch | LegacyBatch, record: Record) -> dict[str, Any]:
+    """A KRaft control record's fields; a value Kafka could not read is named by the byte
+    of the value where reading stopped, and the error by its batch's byte in the file."""
+    control = record.control_type
+    assert control is not None
+    try:
+        return read_kraft_control(control, record.value, record.offset)
+    except CorruptRecordError as exc:
+        raise CorruptRecordError(f"{exc.message}, at byte {exc.position} of it, in the batch",
+                                 position=batch.position) from None
 
 
 def _inner_messages(wrapper: LegacyBatch) -> list[LegacyBatch]:
@@ -177,15 +188,29 @@ def _inner_messages(wrapper: LegacyBatch) -> list[LegacyBatch]:
     return [m for m in read_batches(inner, validate_crc=False) if isinstance(m, LegacyBatch)]
 
 
-def _log_file_header(path: Path, base_offset: int) -> Iterator[str]:
+def _start_offset(path: Path) -> int:
+    """A file's base offset as kafka-dump-log reads it: the number before the name's first
+    dot (``100.log`` too), 0 for a name that has none there (where Kafka's tool fails)."""
+    first = path.name.split(".")[0]
+    return int(first) if first.isascii() and first.isdigit() and int(first) < 2**63 else 0
+
+
+def _log_file_header(path: Path) -> Iterator[str]:
     """The line before a log's batches: a segment's base offset, or a KRaft snapshot's end
     offset and epoch (``<offset>-<epoch>.checkpoint``; nothing for another name)."""
     if path.suffix != ".checkpoint":
-        yield f"Log starting offset: {base_offset}"
+        yield f"Log starting offset: {_start_offset(path)}"
     elif path.name == "bootstrap.checkpoint":
         yield "KRaft bootstrap snapshot"
     elif match := _SNAPSHOT_NAME.match(path.name):
         yield f"Snapshot end offset: {int(match[1])}, epoch: {int(match[2])}"
+
+
+def dump_reader(segment: Segment, max_bytes: int | None) -> BatchReader:
+    """The batches kafka-dump-log reads: the log's first ``max_bytes`` bytes framed as a
+    file is framed (a batch ending past them is where the log ends), CRCs not checked."""
+    data = segment.data if max_bytes is None else segment.data[:max(max_bytes, 0)]
+    return read_batches(data, log_file=True, validate_crc=False)
 
 
 def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = False,
@@ -199,11 +224,9 @@ def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = Fals
     gaps = None if findings is None else findings.non_consecutive.setdefault(_absolute(path), [])
     with Segment(path) as segment:
         yield f"Dumping {java_path(path)}"
-        yield from _log_file_header(Path(path), segment.base_offset)
-        reader = segment.reader(validate_crc=False)
+        yield from _log_file_header(Path(path))
+        reader = dump_reader(segment, max_bytes)
         for batch in reader:
-            if max_bytes is not None and batch.position + batch.size > max_bytes:
-                return
             yield batch_line(batch)
             if deep:
                 inner = (_inner_messages(batch) if isinstance(batch, LegacyBatch)
@@ -254,7 +277,7 @@ def dump_index_lines(path: str | Path, findings: DumpFindings | None = None,
     (``--verify-index-only``) prints no entry; ``sanity_only`` (``--index-sanity-check``)
     makes only the check a broker makes at start-up (CorruptIndexError if it fails)."""
     p = Path(path)
-    base = int(p.stem) if p.stem.isdigit() else 0
+    base = _start_offset(p)
     yield f"Dumping {java_path(path)}"
     log = p.with_name(p.name.split(".")[0] + ".log")
     for needed in [log] + ([log.with_suffix(".index")] if p.suffix == ".timeindex" else []):
@@ -391,12 +414,12 @@ def batch_json(batch: RecordBatch | LegacyBatch, deep: bool, print_data: bool,
         out["record_count"] = batch.record_count
         out["delete_horizon_ms"] = batch.delete_horizon_ms
     if deep or print_data:
-        records = (_record_json(r, print_data) for r in batch)
+        records = (_record_json(batch, r, print_data) for r in batch)
         out["records"] = _LazyArray.of(records) if lazy else list(records)
     return out
 
 
-def _record_json(r: Record, print_data: bool) -> dict[str, Any]:
+def _record_json(batch: RecordBatch | LegacyBatch, r: Record, print_data: bool) -> dict[str, Any]:
     item: dict[str, Any] = {
         "offset": r.offset, "timestamp": r.timestamp, "sequence": r.sequence,
         "key_size": -1 if r.key is None else len(r.key),
@@ -406,7 +429,7 @@ def _record_json(r: Record, print_data: bool) -> dict[str, Any]:
         item["control_type"] = r.control_type.name
         item["coordinator_epoch"] = r.coordinator_epoch
         if r.control_type in DUMP_LABELS:
-            item["control_record"] = read_kraft_control(r.control_type, r.value, r.offset)
+            item["control_record"] = _kraft_fields(batch, r)
     elif print_data:
         item["key"] = None if r.key is None else _text(r.key)
         item["value"] = None if r.value is None else _text(r.value)

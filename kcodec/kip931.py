@@ -42,7 +42,8 @@ def scan(batch: RecordBatch, max_decompressed_size: int | None = None) -> list[R
         return []
     log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
     try:
-        region = meta_prefix(batch.compression_id, batch.buffer[batch.header_size:],
+        # (``compression`` refuses ids 6 and 7 at the attributes, as every reader does)
+        region = meta_prefix(batch.compression, batch.buffer[batch.header_size:],
                              max_decompressed_size)
         return scan_metadata(region, batch.record_count,
                              not batch.attributes & NO_RECORD_ATTRIBUTES, batch.strict,

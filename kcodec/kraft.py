@@ -24,14 +24,14 @@ DUMP_LABELS = {ControlType.LEADER_CHANGE: "LeaderChange:", ControlType.SNAPSHOT_
 
 class _Fields:
     """The flexible-version readers over one value; a short or malformed value raises
-    CorruptRecordError naming the byte of the value where reading stopped."""
+    CorruptRecordError at the byte of the value where reading stopped (its ``position``)."""
 
     def __init__(self, data: bytes, what: str) -> None:
         self.data, self.at, self.what = data, 0, what
 
     def fail(self, problem: str) -> CorruptRecordError:
-        return CorruptRecordError(f"{self.what}: {problem} at byte {self.at} of its "
-                                  f"{len(self.data)}-byte value")
+        return CorruptRecordError(f"{self.what}: {problem}, in its {len(self.data)}-byte value",
+                                  position=self.at)
 
     def take(self, n: int) -> bytes:
         if n > len(self.data) - self.at:
@@ -145,7 +145,8 @@ def read_kraft_control(control_type: ControlType, value: bytes | None,
     message (``{"version": 0, "leaderId": 1, "voters": [{"voterId": 1}], ...}``). Bytes
     after the message are ignored, as Kafka ignores them. ``offset``, the record's, only
     names it in errors. Raises ValueError for a type that is not KRaft's (ABORT, COMMIT,
-    unknown) and CorruptRecordError for a value Kafka could not read."""
+    unknown) and CorruptRecordError for a value Kafka could not read, its ``position`` the
+    byte of the value where reading stopped."""
     read = _READERS.get(control_type)
     if read is None:
         raise ValueError(f"{control_type!r} is not a KRaft control record type")

@@ -66,6 +66,7 @@ def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, 
     the checks Kafka applies to clients only, as for a coordinator's writes (a follower's
     appends, which keep the leader's offsets, are not validated this way).
     """
+    _check_log_position(next_offset, partition_leader_epoch)
     if isinstance(config, TopicConfig):
         topic = config
     else:
@@ -105,6 +106,9 @@ def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, 
         batch_records = decoded[i] if decoded is not None else list(entry)
         _check_records(entry, batch_records, topic, now_ms, appended=converting)
         records += batch_records
+    if next_offset + len(records) - 1 > _MAX_OFFSET:
+        raise ValueError(f"{len(records)} records appended at offset {next_offset} would pass "
+                         f"the last offset a log can have ({_MAX_OFFSET})")
 
     if not compressed_path:
         # LogValidator.assignOffsetsNonCompressed, or convertAndAssignOffsetsNonCompressed
@@ -133,6 +137,19 @@ def validate(data: Any, *, next_offset: int, config: TopicConfig | Mapping[str, 
     return _result(out, not in_place, topic, times, next_offset)
 
 
+_MAX_OFFSET = 2**63 - 1   # Java's Long.MAX_VALUE
+
+
+def _check_log_position(next_offset: int, partition_leader_epoch: int) -> None:
+    """The arguments that say where the log is: an offset and a leader epoch as Kafka
+    holds them (a long from 0, an int)."""
+    if not 0 <= next_offset <= _MAX_OFFSET:
+        raise ValueError(f"next_offset must be from 0 to {_MAX_OFFSET}, not {next_offset}")
+    if not -2**31 <= partition_leader_epoch < 2**31:
+        raise ValueError(f"partition_leader_epoch must fit a 32-bit int, not "
+                         f"{partition_leader_epoch}")
+
+
 def _check_produce_request(batches: Iterable[Entry], version: int) -> list[Entry]:
     """ProduceRequest.validateRecords (Produce v3 and newer), framing the batches as it
     goes; returns the one batch."""
@@ -143,15 +160,18 @@ def _check_produce_request(batches: Iterable[Entry], version: int) -> list[Entry
                                  "at least one record batch")
     if first.magic != 2:
         raise InvalidRecordError("Produce requests with version 3 and above are only allowed "
-                                 "to contain record batches with magic version 2")
+                                 "to contain record batches with magic version 2",
+                                 position=first.position + 16)
     if version < 7:   # (only there does Kafka ask for the codec, and so reject ids 5-7)
         _check_codec_id(first)
     if version < 7 and first.compression_id == Compression.ZSTD:
         raise UnsupportedCompressionTypeError("Produce requests with version below 7 cannot "
-                                              "carry zstd-compressed batches (KIP-110)")
-    if next(framing, None) is not None:
+                                              "carry zstd-compressed batches (KIP-110)",
+                                              position=first.position + 21)
+    second = next(framing, None)
+    if second is not None:
         raise InvalidRecordError("Produce requests with version 3 and above are only allowed "
-                                 "to contain exactly one record batch")
+                                 "to contain exactly one record batch", position=second.position)
     return [first]
 
 

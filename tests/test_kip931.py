@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 
 import kcodec
 from kcodec.codecs import decompress_prefix
-from kcodec.errors import CorruptRecordError, InvalidRecordError, KcodecError
+from kcodec.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    KcodecError,
+    UnsupportedCompressionTypeError,
+)
 from kcodec.kip931 import measure, scan
 
 from .conftest import VECTORS, real_segments, resealed
@@ -407,6 +412,11 @@ def test_magic_3_errors_name_their_bytes_as_the_records_do() -> None:
     assert rows.position is not None and batch.header_size < rows.position < len(data)
     assert "records region" not in str(rows)
     assert [(type(e), e.position) for e in others] == [(type(rows), rows.position)] * 2
+    unknown = bytearray(builder.build())
+    unknown[22] |= 6   # codec id 6, in the attributes' low byte
+    data = resealed(unknown)
+    for error in three_ways(data, only_batch(data)):
+        assert isinstance(error, UnsupportedCompressionTypeError) and error.position == 21
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])

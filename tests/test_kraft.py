@@ -66,8 +66,9 @@ def test_a_short_value_is_corrupt_never_an_index_error(control: ControlType, val
 def test_malformed_values() -> None:
     with pytest.raises(CorruptRecordError, match="non-nullable field voters serialized as null"):
         read_kraft_control(ControlType.LEADER_CHANGE, bytes.fromhex("0000 00000001 00"))
-    with pytest.raises(CorruptRecordError, match="of 1000 entries or bytes with 0 left"):
+    with pytest.raises(CorruptRecordError, match="of 1000 entries or bytes with 0 left") as caught:
         read_kraft_control(ControlType.LEADER_CHANGE, bytes.fromhex("0000 00000001 e907"))
+    assert caught.value.position == 8   # the value's byte where reading stopped
     with pytest.raises(CorruptRecordError, match="longer than five bytes"):
         read_kraft_control(ControlType.SNAPSHOT_FOOTER, bytes.fromhex("0000 ffffffffff01"))
     with pytest.raises(ValueError, match="not a KRaft control record type"):
@@ -117,13 +118,18 @@ def test_dump_prints_a_kraft_snapshot_as_kafka_dump_log(tmp_path: Path,
 
 
 def test_dump_names_a_broken_kraft_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = kcodec.BatchBuilder(is_control=True, base_offset=6)
+    first.append_control_record(b"\0\0\0\4", b"\0\0\0\1", timestamp=TS)   # SNAPSHOT_FOOTER
     batch = kcodec.BatchBuilder(is_control=True, base_offset=7)
     batch.append_control_record(b"\0\0\0\2", b"\0\0", timestamp=TS)   # LEADER_CHANGE, cut short
-    log = tmp_path / "00000000000000000007.log"
-    log.write_bytes(batch.build())
-    assert main(["dump", "--deep-iteration", str(log)]) == 1
-    error = capsys.readouterr().err
-    assert "LEADER_CHANGE control record at offset 7" in error and str(log) in error
+    log = tmp_path / "00000000000000000006.log"
+    log.write_bytes(first.build() + batch.build())
+    for json_output in ([], ["--json"]):
+        assert main(["dump", "--deep-iteration", *json_output, str(log)]) == 1
+        error = capsys.readouterr().err
+        assert "LEADER_CHANGE control record at offset 7" in error and str(log) in error
+        # the byte of the value where reading stopped, and the batch's byte in the file
+        assert "at byte 2 of it, in the batch (at byte 76)" in error
 
 
 def test_real_cluster_metadata_leader_changes() -> None:

@@ -1114,6 +1114,32 @@ def test_dump_max_bytes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert len(document["batches"]) == 3 and document["trailing_bytes"] == 4
 
 
+def test_dump_max_bytes_reads_no_further(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kafka-dump-log --max-bytes N frames the log's first N bytes as a file: what follows
+    them, zeros or a batch of no known magic, is never read."""
+    first, second = sample_log(20)
+    damaged = bytearray(second)
+    damaged[16] = 9
+    for after, limit in ((bytes(30), len(first) + 2), (bytes(damaged), len(first) + 20)):
+        log = tmp_path / "00000000000000000000.log"
+        log.write_bytes(first + after)
+        for form in ([], ["--jsonl"], ["--json"]):
+            assert main(["dump", "--max-bytes", str(limit), *form, str(log)]) == 0
+            assert "position: 0" in capsys.readouterr().out or form
+        assert main(["dump", str(log)]) == 1
+        assert "(at byte %d)" % len(first) in capsys.readouterr().err
+
+
+def test_dump_reads_a_base_offset_from_any_number_before_the_first_dot(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "100.log").write_bytes(b"".join(sample_log(1)))
+    (tmp_path / "abc.log").write_bytes(b"".join(sample_log(1)))
+    assert main(["dump", str(tmp_path / "100.log"), str(tmp_path / "abc.log")]) == 0
+    assert [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("Log starting")] == ["Log starting offset: 100",
+                                                     "Log starting offset: 0"]
+
+
 def test_a_segment_ends_as_kafka_frames_a_file(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     """Zeros a crash left after the last batch, 17 bytes or fewer (which a fetched buffer's

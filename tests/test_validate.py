@@ -299,7 +299,7 @@ def test_transactional_on_old_format_is_43() -> None:
 def test_zstd_rules_are_76() -> None:
     with pytest.raises(UnsupportedCompressionTypeError) as info:
         kcodec.validate(produce(codec="zstd"), next_offset=0, now=NOW, produce_version=6)
-    assert info.value.error_code == 76
+    assert (info.value.error_code, info.value.position) == (76, 21)   # the attributes
     kcodec.validate(produce(codec="zstd"), next_offset=0, now=NOW, produce_version=7)
     # a zstd topic of magic 0 or 1: the batch and records are checked, then the builder
     # refuses zstd (an inter-broker protocol of 2.1 or later, as everywhere here)
@@ -315,10 +315,12 @@ def test_zstd_rules_are_76() -> None:
 def test_invalid_record_87_rules() -> None:
     with pytest.raises(InvalidRecordError, match="baseOffset"):
         kcodec.validate(produce(base_offset=5), next_offset=0, now=NOW)
-    with pytest.raises(InvalidRecordError, match="exactly one"):
+    with pytest.raises(InvalidRecordError, match="exactly one") as info:
         kcodec.validate(produce() + produce(), next_offset=0, now=NOW, produce_version=3)
-    with pytest.raises(InvalidRecordError, match="magic version 2"):
+    assert info.value.position == len(produce())   # the second batch
+    with pytest.raises(InvalidRecordError, match="magic version 2") as info:
         kcodec.validate(produce(magic=1), next_offset=0, now=NOW, produce_version=3)
+    assert info.value.position == 16   # the magic byte
     with pytest.raises(InvalidRecordError, match="more than one batch"):
         kcodec.validate(produce() + produce(), next_offset=0, now=NOW)
     with pytest.raises(InvalidRecordError, match="first batch's magic"):
@@ -566,3 +568,14 @@ def test_the_offset_of_the_greatest_timestamp_as_kafka_reports_it() -> None:
                               config={"message.format.version": "0.10.2"})
     assert rebuilt.rebuilt
     assert (rebuilt.max_timestamp, rebuilt.shallow_offset_of_max_timestamp) == (NOW + 9, 22)
+
+
+def test_where_the_log_is_must_be_where_kafka_can_hold_it() -> None:
+    data = produce(2)
+    for next_offset, epoch in ((-1, 0), (2**63, 0), (0, 2**31), (0, -2**31 - 1)):
+        with pytest.raises(ValueError, match="must"):
+            kcodec.validate(data, next_offset=next_offset, now=NOW, partition_leader_epoch=epoch)
+    with pytest.raises(ValueError, match="would pass the last offset"):
+        kcodec.validate(data, next_offset=2**63 - 1, now=NOW)
+    result = kcodec.validate(data, next_offset=2**63 - 2, now=NOW, partition_leader_epoch=-1)
+    assert (result.first_offset, result.last_offset) == (2**63 - 2, 2**63 - 1)
