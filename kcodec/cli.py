@@ -18,13 +18,13 @@ import kcodec
 from kcodec import Compression, ControlType
 from kcodec.columnar import INT64_MAX, INT64_MIN
 from kcodec.dump import (
+    DumpEntries,
     DumpFindings,
     batch_json,
     codec_name,
     dump_index_lines,
     dump_log_lines,
     dump_producer_snapshot_lines,
-    dump_reader,
     dump_transaction_index_lines,
     java_path,
     write_json,
@@ -223,7 +223,8 @@ def _dump_json(path: Path, args: argparse.Namespace) -> None:
     from kcodec.segments import Segment
     out = sys.stdout
     with Segment(path) as segment, naming(path):
-        reader = dump_reader(segment, args.max_bytes)
+        reader = DumpEntries(segment, args.max_bytes,
+                             headers_only=not (args.deep_iteration or args.print_data_log))
         if not args.jsonl:   # (as json.dumps(..., indent=1) writes the document)
             out.write(f"{{\n \"file\": {json.dumps(str(path))},\n \"batches\": [")
         written = 0
@@ -672,7 +673,8 @@ def build_parser() -> argparse.ArgumentParser:
     dump_parser.add_argument("--skip-record-metadata", action="store_true",
                              help="with --print-data-log, print only keys and payloads")
     dump_parser.add_argument("--max-bytes", type=_non_negative, default=None,
-                             help="stop before the first batch ending past this many bytes")
+                             help="read only a log's first MAX_BYTES bytes, up to the last "
+                                  "batch ending within them")
     dump_parser.add_argument("--json", action="store_true", help="one JSON document per file")
     dump_parser.add_argument("--jsonl", action="store_true", help="one JSON line per batch")
     dump_parser.add_argument("--index-files", action="store_true",

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kcodec._batch import BatchReader, RecordBatch, read_batches
+from kcodec._batch import RecordBatch, read_batches
+from kcodec._header_only import HeaderOnlyBatch, header_only
 from kcodec._java_text import ERRORS as JAVA_ERRORS
 from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
@@ -84,7 +85,7 @@ def _absolute(path: str | Path) -> str:
     return text if os.path.isabs(text) else java_path(os.path.join(os.getcwd(), text))
 
 
-def codec_name(batch: RecordBatch | LegacyBatch) -> str:
+def codec_name(batch: RecordBatch | LegacyBatch | HeaderOnlyBatch) -> str:
     """Kafka's name for the batch's codec; ``pluggable:<plugin>`` for codec 5."""
     if batch.compression_id == 5 and isinstance(batch, RecordBatch):
         try:
@@ -102,7 +103,7 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", JAVA_ERRORS)
 
 
-def batch_line(batch: RecordBatch | LegacyBatch) -> str:
+def batch_line(batch: RecordBatch | LegacyBatch | HeaderOnlyBatch) -> str:
     codec = codec_name(batch)
     ts_name = TS_NAMES[batch.timestamp_type]
     if isinstance(batch, LegacyBatch):
@@ -206,11 +207,36 @@ def _log_file_header(path: Path) -> Iterator[str]:
         yield f"Snapshot end offset: {int(match[1])}, epoch: {int(match[2])}"
 
 
-def dump_reader(segment: Segment, max_bytes: int | None) -> BatchReader:
-    """The batches kafka-dump-log reads: the log's first ``max_bytes`` bytes framed as a
-    file is framed (a batch ending past them is where the log ends), CRCs not checked."""
-    data = segment.data if max_bytes is None else segment.data[:max(max_bytes, 0)]
-    return read_batches(data, log_file=True, validate_crc=False)
+class DumpEntries:
+    """The entries kafka-dump-log reads: the log's first ``max_bytes`` bytes framed as a
+    file is framed (a batch ending past them is where the log ends), CRCs not checked.
+    With ``headers_only`` (a dump without its records), an entry Kafka frames as a magic-2
+    batch but kcodec's reader refuses comes as a :class:`HeaderOnlyBatch`, as Kafka's tool
+    prints it. ``trailing_bytes``: the bytes after the last entry, once all are read."""
+
+    def __init__(self, segment: Segment, max_bytes: int | None, headers_only: bool) -> None:
+        self.data = segment.data if max_bytes is None else segment.data[:max(max_bytes, 0)]
+        self.headers_only = headers_only
+        self.trailing_bytes = 0
+
+    def __iter__(self) -> Iterator[RecordBatch | LegacyBatch | HeaderOnlyBatch]:
+        position = 0
+        while True:
+            reader = read_batches(self.data, start=position, log_file=True, validate_crc=False)
+            try:
+                yield from reader
+            except CorruptRecordError as exc:
+                # (only an error at the entry the reader was framing)
+                if not self.headers_only or exc.position != reader.valid_bytes:
+                    raise
+                entry = header_only(self.data, exc.position)
+                if entry is None:
+                    raise
+                yield entry
+                position = entry.position + entry.size
+                continue
+            self.trailing_bytes = reader.trailing_bytes
+            return
 
 
 def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = False,
@@ -225,10 +251,10 @@ def dump_log_lines(path: str | Path, deep: bool = False, print_data: bool = Fals
     with Segment(path) as segment:
         yield f"Dumping {java_path(path)}"
         yield from _log_file_header(Path(path))
-        reader = dump_reader(segment, max_bytes)
+        reader = DumpEntries(segment, max_bytes, headers_only=not deep)
         for batch in reader:
             yield batch_line(batch)
-            if deep:
+            if deep and not isinstance(batch, HeaderOnlyBatch):   # (which come only without)
                 inner = (_inner_messages(batch) if isinstance(batch, LegacyBatch)
                          and batch.is_compressed else None)
                 for i, record in enumerate(batch):
@@ -396,7 +422,7 @@ def _time_index_lines(path: Path, base: int, segment: Segment, findings: DumpFin
         previous = timestamp
 
 
-def batch_json(batch: RecordBatch | LegacyBatch, deep: bool, print_data: bool,
+def batch_json(batch: RecordBatch | LegacyBatch | HeaderOnlyBatch, deep: bool, print_data: bool,
                lazy: bool = False) -> dict[str, Any]:
     """A batch as a JSON-ready dict (the fields kafka-dump-log prints, named in snake case).
     With ``lazy``, its records are read as :func:`write_json` writes them, not held."""
@@ -410,10 +436,10 @@ def batch_json(batch: RecordBatch | LegacyBatch, deep: bool, print_data: bool,
         "base_sequence": batch.base_sequence, "partition_leader_epoch": batch.partition_leader_epoch,
         "is_transactional": batch.is_transactional, "is_control": batch.is_control,
     }
-    if isinstance(batch, RecordBatch):
+    if not isinstance(batch, LegacyBatch):
         out["record_count"] = batch.record_count
         out["delete_horizon_ms"] = batch.delete_horizon_ms
-    if deep or print_data:
+    if (deep or print_data) and not isinstance(batch, HeaderOnlyBatch):
         records = (_record_json(batch, r, print_data) for r in batch)
         out["records"] = _LazyArray.of(records) if lazy else list(records)
     return out
@@ -469,5 +495,5 @@ def write_json(value: Any, out: Any, indent: int | None = None) -> None:
         out.write(piece)
 
 
-__all__ = ["DumpFindings", "batch_json", "batch_line", "dump_index_lines", "dump_log_lines",
-           "java_path", "record_line", "write_json"]
+__all__ = ["DumpEntries", "DumpFindings", "batch_json", "batch_line", "dump_index_lines",
+           "dump_log_lines", "java_path", "record_line", "write_json"]

@@ -20,6 +20,7 @@ import pytest
 import kcodec
 from kcodec import segments
 from kcodec.cli import build_parser, main
+from kcodec.dump import batch_line
 
 from .conftest import real_segments, shared_path, write_transactional_partition
 
@@ -574,7 +575,7 @@ def test_verify_reports_corruption(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["verify", str(tmp_path / "logs")]) == 1
     out = capsys.readouterr().out
     assert out.count("Invalid magic") == 1 and "verified 2 segments" in out
-    for command in (["dump"], ["stats"]):   # their one error line names the file
+    for command in (["dump", "--deep-iteration"], ["stats"]):   # one error line naming the file
         assert main([*command, str(broken)]) == 1
         assert str(broken) in capsys.readouterr().err
 
@@ -1119,7 +1120,7 @@ def test_dump_max_bytes_reads_no_further(tmp_path: Path, capsys: pytest.CaptureF
     them, zeros or a batch of no known magic, is never read."""
     first, second = sample_log(20)
     damaged = bytearray(second)
-    damaged[16] = 9
+    damaged[16] = 0x90   # (a legacy magic to Kafka's framing, which no reader knows)
     for after, limit in ((bytes(30), len(first) + 2), (bytes(damaged), len(first) + 20)):
         log = tmp_path / "00000000000000000000.log"
         log.write_bytes(first + after)
@@ -1128,6 +1129,43 @@ def test_dump_max_bytes_reads_no_further(tmp_path: Path, capsys: pytest.CaptureF
             assert "position: 0" in capsys.readouterr().out or form
         assert main(["dump", str(log)]) == 1
         assert "(at byte %d)" % len(first) in capsys.readouterr().err
+
+
+def test_dump_prints_the_header_of_an_entry_kafka_frames_and_kcodec_refuses(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Kafka's file framing takes an entry of magic 3 and up, or one shorter than a v2
+    header, for a magic-2 batch read from its 61 header bytes (past its end, for a short
+    one; valid only if 61 bytes or more with its CRC): kafka-dump-log prints its line and
+    goes on, and dump does so without records; with them, it is an error."""
+    first, second = sample_log(20)
+    unknown = bytearray(first)
+    unknown[16] = 3   # (the CRC does not cover the magic byte)
+    short = (7).to_bytes(8, "big") + (20).to_bytes(4, "big") + bytes(4) + b"\x02" + bytes(15)
+    past = short + second   # the header read from 61 bytes: count and producerId past its end
+    count, producer = (int.from_bytes(past[a:b], "big", signed=True) for a, b in ((57, 61), (43, 51)))
+    log = tmp_path / "00000000000000000000.log"
+    for entry, expected in (
+            (bytes(unknown), batch_line(next(kcodec.read_batches(first))).replace(
+                " magic: 2 ", " magic: 3 ")),
+            (short, f"baseOffset: 7 lastOffset: 7 count: {count} ")):
+        log.write_bytes(entry + second)
+        assert main(["dump", str(log)]) == 0
+        lines = capsys.readouterr().out.splitlines()[2:]
+        assert lines[0].startswith(expected) and len(lines) == 2
+        assert entry is not short or f" producerId: {producer} " in lines[0]
+        assert lines[0].endswith("isvalid: true" if entry is not short else
+                                 "size: 32 magic: 2 compresscodec: none crc: 0 isvalid: false")
+        assert lines[1].startswith("baseOffset: 10 lastOffset: 19 ")
+        assert main(["dump", "--jsonl", str(log)]) == 0
+        assert [json.loads(line)["magic"] for line in capsys.readouterr().out.splitlines()] == \
+            [entry[16], 2]
+        assert main(["dump", "--deep-iteration", str(log)]) == 1
+        assert "(at byte 0)" in capsys.readouterr().err
+    # an entry of 26 bytes ending the log, whose header Kafka's tool fails to read
+    log.write_bytes(first + (7).to_bytes(8, "big") + (14).to_bytes(4, "big") + bytes(4) + b"\x02"
+                    + bytes(9))
+    assert main(["dump", str(log)]) == 1
+    assert f"the log ends inside a batch header (at byte {len(first)})" in capsys.readouterr().err
 
 
 def test_dump_reads_a_base_offset_from_any_number_before_the_first_dot(
