@@ -86,17 +86,18 @@ class HeaderOnlyBatch:
         return self.valid
 
 
-def header_only(data: Any, position: int) -> HeaderOnlyBatch | None:
-    """The entry at ``position`` of a log file's ``data``, read from its header alone, if
-    Kafka's framing takes it for a magic-2 batch and kcodec's reader refuses it; else None.
-    CorruptRecordError where Kafka's tool fails: a header past the log's end, or a codec
-    id Kafka does not define."""
-    view = memoryview(data)
-    if position + 17 > len(view):
+def header_only(log: Any, position: int, end: int) -> HeaderOnlyBatch | None:
+    """The entry at ``position`` of a log file (``log``, the whole file, framed up to byte
+    ``end``: kafka-dump-log's --max-bytes), read from its header alone, if Kafka's framing
+    takes it for a magic-2 batch and kcodec's reader refuses it; else None. The header is
+    read from the file whatever ``end``, as Kafka reads it. CorruptRecordError where
+    Kafka's tool fails: a header past the file's end, or a codec id Kafka does not define."""
+    view = memoryview(log)
+    if position + 17 > end:
         return None
     size = int.from_bytes(view[position + 8:position + 12], "big", signed=True) + 12
     magic = int.from_bytes(view[position + 16:position + 17], "big", signed=True)
-    if size < 26 or position + size > len(view) or magic < 2 or (magic == 2 and size >= 61):
+    if size < 26 or position + size > end or magic < 2 or (magic == 2 and size >= 61):
         return None
     if position + _HEADER.size > len(view):
         raise CorruptRecordError("the log ends inside a batch header", position=position)

@@ -189,11 +189,17 @@ def _inner_messages(wrapper: LegacyBatch) -> list[LegacyBatch]:
     return [m for m in read_batches(inner, validate_crc=False) if isinstance(m, LegacyBatch)]
 
 
+_JAVA_LONG = re.compile(r"[+-]?\d+")   # what Long.parseLong reads (any Unicode decimal digits)
+
+
 def _start_offset(path: Path) -> int:
-    """A file's base offset as kafka-dump-log reads it: the number before the name's first
+    """A file's base offset as kafka-dump-log reads it: the long before the name's first
     dot (``100.log`` too), 0 for a name that has none there (where Kafka's tool fails)."""
     first = path.name.split(".")[0]
-    return int(first) if first.isascii() and first.isdigit() and int(first) < 2**63 else 0
+    if not _JAVA_LONG.fullmatch(first):
+        return 0
+    number = int(first)
+    return number if -2**63 <= number < 2**63 else 0
 
 
 def _log_file_header(path: Path) -> Iterator[str]:
@@ -215,7 +221,8 @@ class DumpEntries:
     prints it. ``trailing_bytes``: the bytes after the last entry, once all are read."""
 
     def __init__(self, segment: Segment, max_bytes: int | None, headers_only: bool) -> None:
-        self.data = segment.data if max_bytes is None else segment.data[:max(max_bytes, 0)]
+        self.log = segment.data
+        self.data = self.log if max_bytes is None else self.log[:max(max_bytes, 0)]
         self.headers_only = headers_only
         self.trailing_bytes = 0
 
@@ -229,7 +236,7 @@ class DumpEntries:
                 # (only an error at the entry the reader was framing)
                 if not self.headers_only or exc.position != reader.valid_bytes:
                     raise
-                entry = header_only(self.data, exc.position)
+                entry = header_only(self.log, exc.position, len(self.data))
                 if entry is None:
                     raise
                 yield entry

@@ -1162,20 +1162,29 @@ def test_dump_prints_the_header_of_an_entry_kafka_frames_and_kcodec_refuses(
         assert main(["dump", "--deep-iteration", str(log)]) == 1
         assert "(at byte 0)" in capsys.readouterr().err
     # an entry of 26 bytes ending the log, whose header Kafka's tool fails to read
-    log.write_bytes(first + (7).to_bytes(8, "big") + (14).to_bytes(4, "big") + bytes(4) + b"\x02"
-                    + bytes(9))
+    tiny = (7).to_bytes(8, "big") + (14).to_bytes(4, "big") + bytes(4) + b"\x02" + bytes(9)
+    log.write_bytes(first + tiny)
     assert main(["dump", str(log)]) == 1
     assert f"the log ends inside a batch header (at byte {len(first)})" in capsys.readouterr().err
+    # --max-bytes slices the framing, not the file the header is read from
+    log.write_bytes(first + tiny + second)
+    assert main(["dump", str(log)]) == 0
+    whole = capsys.readouterr().out.splitlines()[2:]
+    assert main(["dump", "--max-bytes", str(len(first) + len(tiny)), str(log)]) == 0
+    assert capsys.readouterr().out.splitlines()[2:] == whole[:2]
 
 
 def test_dump_reads_a_base_offset_from_any_number_before_the_first_dot(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "100.log").write_bytes(b"".join(sample_log(1)))
-    (tmp_path / "abc.log").write_bytes(b"".join(sample_log(1)))
-    assert main(["dump", str(tmp_path / "100.log"), str(tmp_path / "abc.log")]) == 0
+    """As Long.parseLong reads it: a sign, and any decimal digits (0 where Kafka's tool fails)."""
+    names = {"100.log": 100, "+5.log": 5, "-5.log": -5, "\u0663.log": 3, "abc.log": 0,
+             "9223372036854775808.log": 0, "1_0.log": 0}
+    for name in names:
+        (tmp_path / name).write_bytes(b"".join(sample_log(1)))
+    assert main(["dump", *(str(tmp_path / name) for name in names)]) == 0
     assert [line for line in capsys.readouterr().out.splitlines()
-            if line.startswith("Log starting")] == ["Log starting offset: 100",
-                                                     "Log starting offset: 0"]
+            if line.startswith("Log starting")] == [f"Log starting offset: {n}"
+                                                     for n in names.values()]
 
 
 def test_a_segment_ends_as_kafka_frames_a_file(tmp_path: Path,
