@@ -188,17 +188,23 @@ def fetch_aborted(aborted: Iterable[AbortedTransaction], offset: int) -> list[tu
     return [(t.producer_id, t.first_offset) for t in aborted if t.last_offset >= offset]
 
 
-def last_stable_offset(logs: Sequence[str | os.PathLike[str]]) -> int | None:
+def last_stable_offset(logs: Sequence[str | os.PathLike[str]],
+                       stop: tuple[int, int] | None = None) -> int | None:
     """The first offset of the earliest transaction still open at the end of a partition's
     segments ``logs`` (in offset order; a transactional batch with no COMMIT or ABORT marker
     of its producer after it), or None when none is open: where a read_committed consumer
     stops, whatever follows. Found from the batch headers alone (runs of other batches
-    framed without an object each)."""
+    framed without an object each). ``stop``, (segment index, byte position), is where the
+    partition ends in damage, as a broker's recovery truncates it: nothing from there on
+    counts (a marker after it closes no transaction)."""
     open_since: dict[int, int] = {}
-    for log in logs:
+    for i, log in enumerate(logs):
+        if stop is not None and i > stop[0]:
+            break
         with Segment(log) as segment:
+            end = stop[1] if stop is not None and i == stop[0] else None
             try:
-                for entry in read_entries_for_columns(segment.data, log_file=True):
+                for entry in read_entries_for_columns(segment.data, log_file=True, stop=end):
                     if not (isinstance(entry, RecordBatch) and entry.is_transactional):
                         continue
                     if entry.is_control:

@@ -284,6 +284,39 @@ def test_read_committed_stops_at_an_open_transaction(spark: Any, tmp_path: Path)
     assert read == [0, 1]
 
 
+def test_read_committed_ends_where_damage_ends_the_partition(spark: Any, tmp_path: Path) -> None:
+    """A partial batch ending a segment but the last ends the partition, as a broker's
+    recovery truncates it: a transaction open there stays open, whatever marker follows
+    in a later segment, so nothing from its first offset on is read committed."""
+    from kcodec import ControlType
+    from kcodec.segments import last_stable_offset
+
+    def records(base: int, n: int, **options: Any) -> bytes:
+        builder = kcodec.BatchBuilder(base_offset=base, **options)
+        for i in range(n):
+            builder.append(b"v%d" % (base + i), timestamp=1_700_000_000_000)
+        return builder.build()
+    batches = [records(0, 3, producer_id=9, producer_epoch=0, base_sequence=0,
+                       is_transactional=True), records(3, 3),
+               kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=9,
+                                                  producer_epoch=0, coordinator_epoch=0,
+                                                  base_offset=6), records(7, 3)]
+    partition = write_partition(tmp_path / "t-0", batches, segment_bytes=200)
+    logs = sorted(partition.glob("*.log"))
+    assert len(logs) == 2
+    damage = (0, logs[0].stat().st_size)
+    with open(logs[0], "ab") as f:
+        f.write(records(6, 1)[:30])
+    assert (last_stable_offset(logs), last_stable_offset(logs, damage)) == (None, 0)
+    for mode in ("DROPMALFORMED", "PERMISSIVE"):
+        rows = (spark.read.format("kafka-log").option("isolationLevel", "read_committed")
+                .option("mode", mode).load(str(partition)).collect())
+        assert [r.offset for r in rows if r.offset is not None] == [], mode
+    rows = (spark.read.format("kafka-log").option("mode", "DROPMALFORMED")
+            .load(str(partition)).collect())
+    assert sorted(r.offset for r in rows) == list(range(6))   # read uncommitted: to the damage
+
+
 def test_permissive_with_a_schema_of_its_own(spark: Any, tmp_path: Path) -> None:
     """A schema given by the reader is read as given: the corrupt-record column where it
     asks for it, or not at all, in any mode."""

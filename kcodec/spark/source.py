@@ -171,12 +171,16 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
             where = partition_of(directory)
             topic, partition = where if where else (directory.name, -1)
             logs = _whole_partition(directory, named)
-            offsets = _offset_range(logs, options)
+            alone = logs is not named   # a segment named alone, read as its partition reads
+            ends_at_damage = options.mode != "FAILFAST" or alone
+            # (the last stable offset is the truncated partition's in every mode)
+            first_damage = (_first_damage(logs) if ends_at_damage or options.read_committed
+                            else None)
+            damage = first_damage if ends_at_damage else None
+            offsets = _offset_range(logs, options, first_damage)
             if offsets is None:
                 continue   # no record at or after startingTimestamp
             aborted = tuple(aborted_transactions(directory)) if options.read_committed else ()
-            alone = logs is not named   # a segment named alone, read as its partition reads
-            damage = _first_damage(logs) if options.mode != "FAILFAST" or alone else None
             if damage is not None and options.mode == "FAILFAST":
                 _fail_if_damaged_before(logs, named[0], damage)
             bases = [base_offset_of(p) for p in logs]
@@ -227,12 +231,13 @@ def _segments_under(root: str) -> list[tuple[Path, list[Path]]]:
         raise FileNotFoundError(f"kafka-log: {exc}") from None
 
 
-def _offset_range(logs: Sequence[Path], options: Options) -> tuple[int, int] | None:
+def _offset_range(logs: Sequence[Path], options: Options,
+                  damage: tuple[int, int] | None) -> tuple[int, int] | None:
     """The offsets to read from a partition: the options' range, from the first offset at
     startingTimestamp and up to the first at endingTimestamp (Spark's Kafka source's
     meaning: offsets looked up by time, as a consumer's offsetsForTimes), and for
-    read_committed below the first open transaction; None when no record reaches
-    startingTimestamp."""
+    read_committed below the first transaction open where the partition ends (at its first
+    ``damage``, if any); None when no record reaches startingTimestamp."""
     lo, hi = options.offsets
     start_time, end_time = options.timestamps
     skip_damaged = options.mode != "FAILFAST"
@@ -248,7 +253,7 @@ def _offset_range(logs: Sequence[Path], options: Options) -> tuple[int, int] | N
         if found is not None:
             hi = min(hi, found)
     if options.read_committed:
-        stable = last_stable_offset(logs)
+        stable = last_stable_offset(logs, damage)
         if stable is not None:
             hi = min(hi, stable)
     return lo, hi
