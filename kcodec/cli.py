@@ -242,23 +242,12 @@ def _dump_json(path: Path, args: argparse.Namespace) -> None:
                     out.write("]}\n")
             else:
                 out.write(",\n  " if written else "\n  ")
-                write_json(item, _Indented(out, "  "), indent=1)
+                write_json(item, out, indent=1, depth=2)
             written += 1
         if not args.jsonl:
             trailing = reader.trailing_bytes if args.max_bytes is None else None
             out.write(f"{chr(10) + ' ' if written else ''}],\n \"trailing_bytes\": "
                       f"{json.dumps(trailing)}\n}}\n")
-
-
-class _Indented:
-    """Writes to ``out`` with ``prefix`` after each newline (JSON text has none but those
-    its indentation puts between items)."""
-
-    def __init__(self, out: Any, prefix: str) -> None:
-        self.out, self.prefix = out, prefix
-
-    def write(self, text: str) -> None:
-        self.out.write(text.replace("\n", "\n" + self.prefix))
 
 
 def verify(args: argparse.Namespace) -> int:

@@ -4,10 +4,10 @@ a JSON form of it."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 from collections.abc import Iterator
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
@@ -470,10 +470,9 @@ def _record_json(batch: RecordBatch | LegacyBatch, r: Record, print_data: bool) 
 
 
 class _LazyArray(list):  # type: ignore[type-arg]
-    """A JSON array whose items are made as json's encoder reaches them, so that a batch of
-    millions of records is written in the memory of one. json's pure-Python encoder (what
-    JSONEncoder.iterencode uses; the C one would see an empty list) tests a list for
-    items with len(), then iterates it: the first item is taken ahead to answer len()."""
+    """A JSON array whose items are made as :func:`write_json` reaches them, so that a batch
+    of millions of records is written in the memory of one. The first item is taken ahead:
+    an empty array is a plain ``[]``."""
 
     @classmethod
     def of(cls, items: Iterator[Any]) -> list[Any]:
@@ -485,7 +484,7 @@ class _LazyArray(list):  # type: ignore[type-arg]
         self._first, self._rest = first, rest
 
     def __len__(self) -> int:
-        return 1   # (not empty: how many, the encoder does not ask)
+        return 1   # (not empty: how many is not known)
 
     def __iter__(self) -> Iterator[Any]:
         yield self._first
@@ -495,11 +494,50 @@ class _LazyArray(list):  # type: ignore[type-arg]
 _NONE = object()
 
 
-def write_json(value: Any, out: Any, indent: int | None = None) -> None:
-    """``value`` as json.dumps would write it, to ``out`` piece by piece (its lazy arrays
-    read as they are written)."""
-    for piece in json.JSONEncoder(indent=indent).iterencode(value):
-        out.write(piece)
+def write_json(value: Any, out: Any, indent: int = 1, depth: int = 0) -> None:
+    """``value`` (dicts, lists, str, int, bool, None) as ``json.dumps(value, indent=indent)``
+    writes it, nested ``depth`` levels deep in a document (its lines indented as there), to
+    ``out``: a lazy array (:func:`batch_json`'s records) an item at a time as each is made,
+    anything else a piece at a time. Several times as fast as json's indenting encoder,
+    which is pure Python and goes a token at a time."""
+    if isinstance(value, _LazyArray) or (
+            isinstance(value, dict) and any(isinstance(v, _LazyArray) for v in value.values())):
+        pairs = value.items() if isinstance(value, dict) else ((None, v) for v in value)
+        inner = "\n" + " " * (indent * (depth + 1))
+        out.write("{" if isinstance(value, dict) else "[")
+        for i, (key, item) in enumerate(pairs):
+            out.write(("," if i else "") + inner + ("" if key is None else _json_key(key) + ": "))
+            write_json(item, out, indent, depth + 1)
+        out.write("\n" + " " * (indent * depth) + ("}" if isinstance(value, dict) else "]"))
+    else:
+        out.write(_json_text(value, indent, depth))
+
+
+def _json_key(key: str) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"a JSON object's keys here are str, not {type(key).__name__}")
+    return encode_basestring_ascii(key)
+
+
+def _json_text(value: Any, indent: int, depth: int) -> str:
+    """``value`` as json.dumps(value, indent=indent) writes it ``depth`` levels deep."""
+    if isinstance(value, str):
+        return encode_basestring_ascii(value)
+    if value is None or value is True or value is False:
+        return "null" if value is None else "true" if value else "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, (dict, list, tuple)):
+        if not value:
+            return "{}" if isinstance(value, dict) else "[]"
+        inner = "\n" + " " * (indent * (depth + 1))
+        if isinstance(value, dict):
+            body = ",".join(inner + _json_key(k) + ": " + _json_text(v, indent, depth + 1)
+                            for k, v in value.items())
+            return "{" + body + "\n" + " " * (indent * depth) + "}"
+        body = ",".join(inner + _json_text(v, indent, depth + 1) for v in value)
+        return "[" + body + "\n" + " " * (indent * depth) + "]"
+    raise TypeError(f"{type(value).__name__} is not one of the dump's JSON values")
 
 
 __all__ = ["DumpEntries", "DumpFindings", "batch_json", "batch_line", "dump_index_lines",

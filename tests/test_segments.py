@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import json
 import os
 import shutil
@@ -16,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import kcodec
 from kcodec import segments
 from kcodec.cli import build_parser, main
-from kcodec.dump import batch_line
+from kcodec.dump import batch_json, batch_line, write_json
 
 from .conftest import real_segments, shared_path, write_transactional_partition
 
@@ -1185,6 +1188,31 @@ def test_dump_reads_a_base_offset_from_any_number_before_the_first_dot(
     assert [line for line in capsys.readouterr().out.splitlines()
             if line.startswith("Log starting")] == [f"Log starting offset: {n}"
                                                      for n in names.values()]
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda items: st.lists(items, max_size=4) | st.dictionaries(st.text(), items, max_size=4),
+    max_leaves=20)
+
+
+@given(_JSON_VALUES, st.integers(0, 3))
+def test_dump_writes_json_as_json_dumps_indents_it(value: Any, depth: int) -> None:
+    out = io.StringIO()
+    write_json(value, out, indent=1, depth=depth)
+    assert out.getvalue() == json.dumps(value, indent=1).replace("\n", "\n" + " " * depth)
+
+
+def test_dump_writes_a_batchs_lazy_records_as_json_dumps_would() -> None:
+    control = kcodec.BatchBuilder(is_control=True, base_offset=30)
+    control.append_control_record(b"\0\0\0\2", bytes.fromhex("0000 00000001 02 00000001 00 01 00"),
+                                  timestamp=TS)   # a leader change: nested objects
+    for data in (*sample_log(20), control.build()):
+        for batch in kcodec.read_batches(data):
+            out = io.StringIO()
+            write_json(batch_json(batch, True, True, lazy=True), out, indent=1, depth=2)
+            expected = json.dumps(batch_json(batch, True, True), indent=1)
+            assert out.getvalue() == expected.replace("\n", "\n  ")
 
 
 def test_a_segment_ends_as_kafka_frames_a_file(tmp_path: Path,
