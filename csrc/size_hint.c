@@ -56,7 +56,9 @@ static int snappy_size(const uint8_t *p, size_t n, size_range *r)
     uint64_t total = 0;
     size_t pos = 16;
     while (n - pos >= 4) {
-        if (n - pos >= 16 && kc_xerial_magic(p + pos)) {   /* concatenated */
+        if (kc_xerial_head(p + pos)) {   /* concatenated */
+            if (n - pos < 16)
+                return 0;
             pos += 16;
             continue;
         }
@@ -88,7 +90,7 @@ static int lz4_size(const uint8_t *p, size_t n, size_range *r)
     while (n - pos >= 4) {
         uint32_t word = (uint32_t)kc_get_le(p + pos, 4);
         size_t size = word & 0x7FFFFFFF;
-        if (word == 0 || size + checksum > n - pos - 4)
+        if (size == 0 || size + checksum > n - pos - 4)   /* the end mark, stored bit or not */
             break;
         if (word >> 31) {
             stored += size;

@@ -29,6 +29,13 @@ static inline int kc_xerial_magic(const uint8_t *p)
            p[5] == 'P' && p[6] == 'Y' && p[7] == 0;
 }
 
+/* Whether the length word at p (4 bytes) is the head of an xerial header, which is all that
+   snappy-java looks at to take what follows in a stream for a concatenated stream's header. */
+static inline int kc_xerial_head(const uint8_t *p)
+{
+    return p[0] == 0x82 && p[1] == 'S' && p[2] == 'N' && p[3] == 'A';
+}
+
 /* The length a block states (its varint prefix), or KC_SNAPPY_UNDECIDED. */
 ptrdiff_t kc_snappy_length(const uint8_t *src, size_t n);
 

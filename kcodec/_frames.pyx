@@ -25,8 +25,9 @@ from kcodec._libzstd cimport zstd_callable, zstd_context, zstd_decompress, zstd_
 from kcodec._scratch cimport Scratch, ScratchBuffer, scratch_resize
 from kcodec._native cimport (KC_LZ4_SLACK, KC_LZ4_UNDECIDED, KC_SNAPPY_SLACK, kc_get_be32,
                              kc_get_le, kc_lz4_block, kc_put_be32, kc_snappy_block,
-                             kc_snappy_length, kc_xerial_magic, kc_xxh32, kc_zstd_frame_most,
-                             kc_zstd_frame_most_in_window, kc_zstd_whole_frames)
+                             kc_snappy_length, kc_xerial_head, kc_xerial_magic, kc_xxh32,
+                             kc_zstd_frame_most, kc_zstd_frame_most_in_window,
+                             kc_zstd_whole_frames)
 
 from kcodec.errors import CompressionError, DecompressionLimitError
 
@@ -238,10 +239,15 @@ cdef enum:
     HEADER_CHECKSUM = -7
 
 
+cdef enum:
+    LZ4_BLOCK_CHECKSUM = 0x10      # FLG bits (LZ4 frame format)
+    LZ4_CONTENT_CHECKSUM = 0x04
+
+
 cdef Py_ssize_t _lz4_header(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t *max_block,
-                            bint *block_checksum) noexcept nogil:
+                            int *flags) noexcept nogil:
     """Check an LZ4 frame's header as Java's reader does: where its first block starts, or
-    a HEADER_ status."""
+    a HEADER_ status; ``flags``, its FLG byte."""
     if n < 7 or <uint32_t>kc_get_le(p, 4) != 0x184D2204:
         return HEADER_NOT_LZ4
     cdef int flg = p[4], bd = p[5]
@@ -254,7 +260,7 @@ cdef Py_ssize_t _lz4_header(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_
     if bd & 0x8F or (bd >> 4) < 4:
         return HEADER_DESCRIPTOR
     max_block[0] = 1 << (8 + 2 * (bd >> 4))  # ids 4-7: 64 KiB to 4 MiB
-    block_checksum[0] = flg & 0x10
+    flags[0] = flg
     cdef Py_ssize_t pos = 6 + (8 if flg & 0x08 else 0)
     if n < pos + 1:
         return HEADER_TRUNCATED
@@ -277,8 +283,8 @@ cdef int _raise_for_header(Py_ssize_t found, const uint8_t *p) except -1:
 cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
                     ScratchBuffer sink, Py_ssize_t enough, BlockHook *hook) except -1:
     cdef Py_ssize_t max_block
-    cdef bint block_checksum
-    cdef Py_ssize_t pos = _lz4_header(p, n, magic, &max_block, &block_checksum)
+    cdef int flags
+    cdef Py_ssize_t pos = _lz4_header(p, n, magic, &max_block, &flags)
     if pos < 0:
         _raise_for_header(pos, p)
     cdef Py_ssize_t budget, written, size
@@ -287,17 +293,18 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
     while True:
         if n >= NOGIL_FROM:
             with nogil:
-                status = _lz4_blocks(p, n, &pos, max_block, block_checksum, limit, &sink.mem,
+                status = _lz4_blocks(p, n, &pos, max_block, flags, limit, &sink.mem,
                                      &sink.length, enough, hook)
         else:
-            status = _lz4_blocks(p, n, &pos, max_block, block_checksum, limit, &sink.mem,
+            status = _lz4_blocks(p, n, &pos, max_block, flags, limit, &sink.mem,
                                  &sink.length, enough, hook)
         if status == BLOCKS_DONE:
             return 0  # a content checksum is not verified, trailing bytes ignored: as Java
         if status == BLOCKS_STOPPED:
             return 1
         if status == BLOCKS_TRUNCATED:
-            raise CompressionError("Stream ended prematurely (no LZ4 end mark)")
+            raise CompressionError("Stream ended prematurely (no LZ4 end mark, or no content "
+                                   "checksum after it)")
         size = <uint32_t>kc_get_le(p + pos, 4) & 0x7FFFFFFF
         if status == BLOCKS_BAD_SIZE:
             raise CompressionError(f"LZ4 block of {size} bytes is invalid here")
@@ -319,7 +326,7 @@ cdef int _lz4_frame(const uint8_t *p, Py_ssize_t n, int magic, Py_ssize_t limit,
                 raise DecompressionLimitError.exceeding(limit)
             raise CompressionError("corrupt LZ4 block")
         sink.length += written
-        pos += 4 + size + (4 if block_checksum else 0)
+        pos += 4 + size + (4 if flags & LZ4_BLOCK_CHECKSUM else 0)
         if _after_block(hook, &sink.mem, &sink.length):
             return 1
 
@@ -334,28 +341,35 @@ cdef enum:
     BLOCKS_UNDECIDED       # the block at pos is not one the C decoders decide
     BLOCKS_STOPPED         # the hook stopped the frame
     BLOCKS_BAD_VERSION     # the concatenated stream's header at pos has a version below 1
+    BLOCKS_SHORT_HEADER    # the concatenated stream's header at pos is cut short
 
 
 cdef int _lz4_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t max_block,
-                     bint block_checksum, Py_ssize_t limit, Scratch *out, Py_ssize_t *length,
+                     int flags, Py_ssize_t limit, Scratch *out, Py_ssize_t *length,
                      Py_ssize_t enough, BlockHook *hook) noexcept nogil:
     """Decode the frame's blocks from ``*pos`` (a block's size word) into ``out`` after its
     ``*length`` bytes, without the GIL, until the end mark or a block that needs the caller
-    (``*pos`` is then at that block); see the BLOCKS_ statuses. ``hook`` (when not NULL)
-    follows each block; ``enough`` is for calls without one."""
+    (``*pos`` is then at that block); see the BLOCKS_ statuses. ``flags`` is the frame's
+    FLG byte; ``hook`` (when not NULL) follows each block; ``enough`` is for calls without
+    one. As Java's reader: a size of 0 is the end mark whatever the stored bit, and must be
+    followed by the 4 bytes of a content checksum when the flags say there is one (whose
+    value is not checked)."""
     cdef uint32_t word
     cdef Py_ssize_t size, after, budget, bound
     cdef ptrdiff_t written
     cdef const uint8_t *block
+    cdef bint block_checksum = flags & LZ4_BLOCK_CHECKSUM
     while True:
         if 0 <= enough <= length[0]:
             return BLOCKS_DONE
         if n - pos[0] < 4:
             return BLOCKS_TRUNCATED
         word = <uint32_t>kc_get_le(p + pos[0], 4)
-        if word == 0:
-            return BLOCKS_DONE
         size = word & 0x7FFFFFFF
+        if size == 0:
+            if flags & LZ4_CONTENT_CHECKSUM and n - pos[0] - 4 < 4:
+                return BLOCKS_TRUNCATED
+            return BLOCKS_DONE
         if size > max_block or size > n - pos[0] - 4:
             return BLOCKS_BAD_SIZE
         block = p + pos[0] + 4
@@ -464,6 +478,9 @@ cdef int _snappy(const uint8_t *p, Py_ssize_t n, Py_ssize_t limit, ScratchBuffer
             return 1
         if status == BLOCKS_BAD_VERSION:
             _raise_bad_version(p + pos)
+        if status == BLOCKS_SHORT_HEADER:
+            raise CompressionError("Insufficient header size in a concatenated block (an "
+                                   "xerial snappy header cut short)")
         length = kc_get_be32(p + pos)
         if status == BLOCKS_BAD_SIZE:
             raise CompressionError(f"xerial snappy chunk of {length} bytes runs past the data")
@@ -488,10 +505,12 @@ cdef int _xerial_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssiz
     cdef const uint8_t *block
     cdef ptrdiff_t stated
     while n - pos[0] >= 4 and not 0 <= enough <= length[0]:  # Java ignores 1-3 trailing bytes
-        if n - pos[0] >= 16 and kc_xerial_magic(p + pos[0]):
+        if kc_xerial_head(p + pos[0]):   # a concatenated stream's header, as snappy-java
+            if n - pos[0] < 16:           # tells one: by its first 4 bytes
+                return BLOCKS_SHORT_HEADER
             if not _xerial_version_ok(p + pos[0]):
                 return BLOCKS_BAD_VERSION
-            pos[0] += 16  # concatenated xerial streams
+            pos[0] += 16
             continue
         size = kc_get_be32(p + pos[0])
         if size > 0x7FFFFFFF or size > n - pos[0] - 4:
@@ -542,7 +561,7 @@ cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
     member too large for one call) or memory runs out; ``out`` may then hold part of the
     frame."""
     cdef Py_ssize_t pos, max_block, budget
-    cdef bint block_checksum
+    cdef int flags
     cdef ptrdiff_t stated
     cdef int status
     if codec == 4:
@@ -551,12 +570,11 @@ cdef int frame_without_gil(int codec, const uint8_t *p, Py_ssize_t n, int magic,
     if codec == 1:
         return _gzip_member(p, n, limit, out, length, hook, library)
     if codec == 3:
-        pos = _lz4_header(p, n, magic, &max_block, &block_checksum)
+        pos = _lz4_header(p, n, magic, &max_block, &flags)
         if pos < 0:
             return FRAME_UNDECIDED
         while True:
-            status = _lz4_blocks(p, n, &pos, max_block, block_checksum, limit, out, length, -1,
-                                 hook)
+            status = _lz4_blocks(p, n, &pos, max_block, flags, limit, out, length, -1, hook)
             if status != BLOCKS_NEED_ROOM:
                 break
             budget = limit - _dropped(hook) - length[0]

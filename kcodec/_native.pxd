@@ -24,6 +24,7 @@ cdef extern from "lz4_block.h" nogil:
 cdef extern from "snappy_block.h" nogil:
     enum: KC_SNAPPY_SLACK
     bint kc_xerial_magic(const uint8_t *p)
+    bint kc_xerial_head(const uint8_t *p)
     ptrdiff_t kc_snappy_length(const uint8_t *src, size_t n)
     ptrdiff_t kc_snappy_block(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
 

@@ -171,19 +171,24 @@ _ZLIB_PIECE = 1 << 20
 
 def _gzip_decompress_zlib(data: memoryview, limit: int, sink: ScratchBuffer,
                           want: int | None = None) -> None:
-    """Every member of ``data`` into ``sink``; with ``want``, only until it holds that many
-    bytes."""
+    """Every member of ``data`` into ``sink`` as Java's GZIPInputStream reads them (its
+    header rules, then raw deflate and the trailer's CRC-32 and size); with ``want``, only
+    until it holds that many bytes. After a member, bytes that do not begin a header Java
+    can read end the data, as Java ignores them."""
     stop = limit + 1 if want is None else min(want, limit + 1)
     rest: bytes | memoryview = data
     first = True
-    while rest and len(sink) < stop:
-        if len(rest) < 10 or bytes(rest[:2]) != b"\x1f\x8b":
+    while len(sink) < stop and (first or rest):
+        try:
+            header = _gzip_header_size(rest)
+        except CompressionError:
             if first:
-                raise CompressionError("Not in GZIP format")
-            break  # Java ignores bytes after a member that are not a gzip header
+                raise
+            break
         first = False
-        member = zlib.decompressobj(wbits=31)
-        pending = rest
+        member = zlib.decompressobj(wbits=-15)
+        pending = rest[header:]
+        crc = size = 0
         while len(sink) < stop:
             # a piece at a time: zlib's output for a larger one is built and joined in
             # blocks, twice its size at a time (a bomb's would be twice the limit)
@@ -195,12 +200,68 @@ def _gzip_decompress_zlib(data: memoryview, limit: int, sink: ScratchBuffer,
             if len(sink) + len(chunk) > limit:
                 raise DecompressionLimitError.exceeding(limit)
             sink.write(chunk)
+            crc, size = zlib.crc32(chunk, crc), size + len(chunk)
             if member.eof:
-                rest = member.unused_data
+                rest = _gzip_trailer_checked(member.unused_data, crc, size)
                 break
             pending = member.unconsumed_tail
             if not pending and len(chunk) < asked:   # (else output may still be pending)
                 raise CompressionError("gzip stream ended prematurely")
+
+
+_FHCRC, _FEXTRA, _FNAME, _FCOMMENT = 0x02, 0x04, 0x08, 0x10
+
+
+def _gzip_header_size(data: bytes | memoryview) -> int:
+    """The size of the gzip header ``data`` starts with, read as GZIPInputStream.readHeader
+    reads one: the magic, method 8, then the optional fields its flags name (FHCRC
+    checked); other flag bits are not looked at. CompressionError where Java fails."""
+    if len(data) < 2 or data[0] != 0x1F or data[1] != 0x8B:
+        raise CompressionError("Not in GZIP format")
+    if len(data) > 2 and data[2] != 8:
+        raise CompressionError(f"Unsupported gzip compression method {data[2]}")
+    ended = CompressionError("gzip stream ended prematurely (in a member's header)")
+    if len(data) < 10:
+        raise ended
+    flags, at = data[3], 10
+    if flags & _FEXTRA:
+        if len(data) < at + 2:
+            raise ended
+        at += 2 + int.from_bytes(data[at:at + 2], "little")
+    for field in (_FNAME, _FCOMMENT):
+        if flags & field:
+            at = _after_zero_byte(data, at)
+    if flags & _FHCRC:
+        if at + 2 > len(data):
+            raise ended
+        if zlib.crc32(data[:at]) & 0xFFFF != int.from_bytes(data[at:at + 2], "little"):
+            raise CompressionError("Corrupt GZIP header")
+        at += 2
+    if at > len(data):
+        raise ended
+    return at
+
+
+def _after_zero_byte(data: bytes | memoryview, at: int) -> int:
+    """Where the zero-terminated field at ``at`` ends (past the data when it has no end)."""
+    while at < len(data):
+        piece = bytes(data[at:at + 4096])
+        end = piece.find(0)
+        if end >= 0:
+            return at + end + 1
+        at += len(piece)
+    return len(data) + 1
+
+
+def _gzip_trailer_checked(after: bytes, crc: int, size: int) -> bytes:
+    """What follows a member, once its trailer (CRC-32 and size of what it inflated to)
+    is checked as Java checks it."""
+    if len(after) < 8:
+        raise CompressionError("gzip stream ended prematurely (in a member's trailer)")
+    if (int.from_bytes(after[:4], "little") != crc or
+            int.from_bytes(after[4:8], "little") != size & 0xFFFFFFFF):
+        raise CompressionError("Corrupt GZIP trailer")
+    return after[8:]
 
 
 # ---- zstd (FORMAT.md §4.4) ----------------------------------------------------------------
