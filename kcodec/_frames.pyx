@@ -508,8 +508,13 @@ cdef int _xerial_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssiz
         if kc_xerial_head(p + pos[0]):   # a concatenated stream's header, as snappy-java
             if n - pos[0] < 16:           # tells one: by its first 4 bytes
                 return BLOCKS_SHORT_HEADER
-            if not _xerial_version_ok(p + pos[0]):
-                return BLOCKS_BAD_VERSION
+            if kc_xerial_magic(p + pos[0]):
+                if not _xerial_version_ok(p + pos[0]):
+                    return BLOCKS_BAD_VERSION
+            elif pos[0] == 16:
+                # not the whole magic: snappy-java ends the read in progress there, which
+                # ends the stream when nothing came before it (and reads on otherwise)
+                return BLOCKS_DONE
             pos[0] += 16
             continue
         size = kc_get_be32(p + pos[0])

@@ -176,43 +176,58 @@ def _gzip_decompress_zlib(data: memoryview, limit: int, sink: ScratchBuffer,
     until it holds that many bytes. After a member, bytes that do not begin a header Java
     can read end the data, as Java ignores them."""
     stop = limit + 1 if want is None else min(want, limit + 1)
-    rest: bytes | memoryview = data
-    first = True
-    while len(sink) < stop and (first or rest):
+    at, first = 0, True
+    while len(sink) < stop and (first or at < len(data)):
         try:
-            header = _gzip_header_size(rest)
+            at += _gzip_header_size(data[at:])
         except CompressionError:
             if first:
                 raise
             break
         first = False
-        member = zlib.decompressobj(wbits=-15)
-        pending = rest[header:]
-        crc = size = 0
-        while len(sink) < stop:
-            # a piece at a time: zlib's output for a larger one is built and joined in
-            # blocks, twice its size at a time (a bomb's would be twice the limit)
-            asked = min(stop - len(sink), _ZLIB_PIECE)
-            try:
-                chunk = member.decompress(pending, asked)
-            except zlib.error as exc:
-                raise CompressionError(f"corrupt gzip data: {exc}") from None
-            if len(sink) + len(chunk) > limit:
-                raise DecompressionLimitError.exceeding(limit)
-            sink.write(chunk)
-            crc, size = zlib.crc32(chunk, crc), size + len(chunk)
-            if member.eof:
-                rest = _gzip_trailer_checked(member.unused_data, crc, size)
-                break
-            pending = member.unconsumed_tail
-            if not pending and len(chunk) < asked:   # (else output may still be pending)
-                raise CompressionError("gzip stream ended prematurely")
+        inflated = _inflate_member(data, at, stop, limit, sink)
+        if inflated is None:
+            return
+        at = _gzip_trailer_end(data, *inflated)
+
+
+_GZIP_FEED = 1 << 16   # the compressed bytes given to zlib at a time
+
+
+def _inflate_member(data: memoryview, at: int, stop: int, limit: int,
+                    sink: ScratchBuffer) -> tuple[int, int, int] | None:
+    """The raw deflate data at byte ``at`` inflated into ``sink``: (where it ends, the
+    CRC-32 and size of what it gave), or None once the sink holds ``stop`` bytes. zlib is
+    given the input and asked for output a bounded piece at a time (its output for a larger
+    one is built and joined in blocks, twice its size at a time: a bomb's would be twice
+    the limit; and its leftover input is a copy)."""
+    member = zlib.decompressobj(wbits=-15)
+    fed, crc, size = at, 0, 0
+    pending: bytes | memoryview = b""
+    while len(sink) < stop:
+        if not pending and fed < len(data):
+            pending, fed = data[fed:fed + _GZIP_FEED], fed + min(_GZIP_FEED, len(data) - fed)
+        asked = min(stop - len(sink), _ZLIB_PIECE)
+        try:
+            chunk = member.decompress(pending, asked)
+        except zlib.error as exc:
+            raise CompressionError(f"corrupt gzip data: {exc}") from None
+        if len(sink) + len(chunk) > limit:
+            raise DecompressionLimitError.exceeding(limit)
+        sink.write(chunk)
+        crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+        if member.eof:
+            return fed - len(member.unused_data), crc, size
+        pending = member.unconsumed_tail
+        if not pending and fed >= len(data) and len(chunk) < asked:   # (else output may
+            raise CompressionError("gzip stream ended prematurely")    # still be pending)
+    return None
 
 
 _FHCRC, _FEXTRA, _FNAME, _FCOMMENT = 0x02, 0x04, 0x08, 0x10
 
 
-def _gzip_header_size(data: bytes | memoryview) -> int:
+def _gzip_header_size(data: memoryview) -> int:
     """The size of the gzip header ``data`` starts with, read as GZIPInputStream.readHeader
     reads one: the magic, method 8, then the optional fields its flags name (FHCRC
     checked); other flag bits are not looked at. CompressionError where Java fails."""
@@ -242,7 +257,7 @@ def _gzip_header_size(data: bytes | memoryview) -> int:
     return at
 
 
-def _after_zero_byte(data: bytes | memoryview, at: int) -> int:
+def _after_zero_byte(data: memoryview, at: int) -> int:
     """Where the zero-terminated field at ``at`` ends (past the data when it has no end)."""
     while at < len(data):
         piece = bytes(data[at:at + 4096])
@@ -253,15 +268,15 @@ def _after_zero_byte(data: bytes | memoryview, at: int) -> int:
     return len(data) + 1
 
 
-def _gzip_trailer_checked(after: bytes, crc: int, size: int) -> bytes:
-    """What follows a member, once its trailer (CRC-32 and size of what it inflated to)
-    is checked as Java checks it."""
-    if len(after) < 8:
+def _gzip_trailer_end(data: memoryview, at: int, crc: int, size: int) -> int:
+    """Where the trailer at byte ``at`` ends, once checked as Java checks it against the
+    CRC-32 and size of what its member inflated to."""
+    if len(data) - at < 8:
         raise CompressionError("gzip stream ended prematurely (in a member's trailer)")
-    if (int.from_bytes(after[:4], "little") != crc or
-            int.from_bytes(after[4:8], "little") != size & 0xFFFFFFFF):
+    if (int.from_bytes(data[at:at + 4], "little") != crc or
+            int.from_bytes(data[at + 4:at + 8], "little") != size & 0xFFFFFFFF):
         raise CompressionError("Corrupt GZIP trailer")
-    return after[8:]
+    return at + 8
 
 
 # ---- zstd (FORMAT.md §4.4) ----------------------------------------------------------------

@@ -202,6 +202,12 @@ def test_gzip_headers_as_javas_gzipinputstream_reads_them() -> None:
     assert [r.value for r in next(kcodec.read_batches(bytes(batch))).records()] == [b"value"]
 
 
+def test_many_small_gzip_members() -> None:
+    """Each member is read where it lies, not from a copy of what is left."""
+    one = C.compress("gzip", b"x")
+    assert C.decompress("gzip", one * 20_000 + b"!") == b"x" * 20_000
+
+
 def test_small_gzip_sections_in_one_call() -> None:
     """A small section of one member is inflated in one call; anything else (more members,
     trailing bytes, a larger section, a limit it passes, corrupt data) is left to the full
@@ -323,8 +329,12 @@ def test_snappy_raw_and_concatenated() -> None:
     batch[17:21] = kcodec.crc32c(bytes(batch[21:])).to_bytes(4, "big")
     with pytest.raises(CompressionError, match="version 0"):
         kcodec.decode_columns(bytes(batch))
-    # snappy-java tells a concatenated stream's header by its first 4 bytes alone
-    assert C.decompress("snappy", a + b[:4] + b"XXX\x00" + b[8:]) == b"one two"
+    # snappy-java tells a concatenated stream's header by its first 4 bytes alone; one
+    # without the rest of the magic has no version it looks at, and right after the first
+    # header it ends the stream (the read in progress ends there, with nothing)
+    head_only = b[:4] + b"XXX\x00" + bytes(4) + b[12:]   # (version 0)
+    assert C.decompress("snappy", a + head_only) == b"one two"
+    assert C.decompress("snappy", a[:16] + head_only[:16] + a[16:]) == b""
     with pytest.raises(CompressionError, match="Insufficient header size"):
         C.decompress("snappy", a + b[:12])
 
