@@ -59,7 +59,7 @@ static int snappy_size(const uint8_t *p, size_t n, size_range *r)
         if (kc_xerial_head(p + pos)) {   /* concatenated (as _xerial_blocks reads it) */
             if (n - pos < 16)
                 return 0;
-            if (pos == 16 && !kc_xerial_magic(p + pos))
+            if (total == 0 && !kc_xerial_magic(p + pos))
                 break;
             pos += 16;
             continue;

@@ -511,7 +511,7 @@ cdef int _xerial_blocks(const uint8_t *p, Py_ssize_t n, Py_ssize_t *pos, Py_ssiz
             if kc_xerial_magic(p + pos[0]):
                 if not _xerial_version_ok(p + pos[0]):
                     return BLOCKS_BAD_VERSION
-            elif pos[0] == 16:
+            elif length[0] + _dropped(hook) == 0:
                 # not the whole magic: snappy-java ends the read in progress there, which
                 # ends the stream when nothing came before it (and reads on otherwise)
                 return BLOCKS_DONE

@@ -545,7 +545,7 @@ def decompress_prefix(codec: Compression | int | str, data: Any, want: int,
         if kind == _SNAPPY:
             snappy_into(view, limit, sink, want)
         else:
-            lz4_frame_into(view, 2, limit, sink, want)
+            lz4_frame_into(view, magic, limit, sink, want)
         return sink.tobytes()
     if kind == _GZIP:
         sink = ScratchBuffer(min(limit, want, 1 << 16) + 1)

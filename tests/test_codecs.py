@@ -334,7 +334,8 @@ def test_snappy_raw_and_concatenated() -> None:
     # header it ends the stream (the read in progress ends there, with nothing)
     head_only = b[:4] + b"XXX\x00" + bytes(4) + b[12:]   # (version 0)
     assert C.decompress("snappy", a + head_only) == b"one two"
-    assert C.decompress("snappy", a[:16] + head_only[:16] + a[16:]) == b""
+    for before in (a[:16], a[:16] + b[:16], a[:16] + b[:16] + b[:16]):   # nothing came yet
+        assert C.decompress("snappy", before + head_only[:16] + a[16:]) == b""
     with pytest.raises(CompressionError, match="Insufficient header size"):
         C.decompress("snappy", a + b[:12])
 
@@ -355,6 +356,8 @@ def test_lz4_frame_layout_and_kip57_checksums() -> None:
     for magic in (1, 2):
         with pytest.raises(CompressionError, match="descriptor corrupted"):
             C.decompress("lz4", broken, magic=magic)
+    prefix = C.decompress_prefix("lz4", broken, 10, magic=0)   # the magic's rule here too
+    assert len(prefix) >= 10 and TEXT.startswith(prefix)
 
 
 def test_lz4_levels_are_lz4_javas_compressors() -> None:
