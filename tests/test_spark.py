@@ -240,6 +240,12 @@ def test_options_in_other_words_are_refused() -> None:
     with pytest.raises(ValueError, match="includeHeaders takes true or false, not 'yes'"):
         Options.parse({"includeHeaders": "yes"})
     assert Options.parse({"includeHeaders": " TRUE "}).include_headers
+    for name, least in (("chunkRecords", 1), ("maxBytesPerPartition", 1),
+                        ("maxDecompressedSize", 0)):
+        with pytest.raises(ValueError, match=f"{name} takes {least} or more, not -1"):
+            Options.parse({name: "-1"})
+    with pytest.raises(ValueError, match="chunkRecords takes 1 or more, not 0"):
+        Options.parse({"chunkRecords": "0"})
 
 
 def test_read_committed_uses_the_transaction_index(spark: Any, tmp_path: Path) -> None:

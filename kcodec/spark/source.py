@@ -112,8 +112,8 @@ class Options:
                         _integer(get, "endingTimestamp", INT64_MAX)),
             mode=mode,
             corrupt_column=get("columnnameofcorruptrecord", "_corrupt_record"),
-            split_bytes=_integer(get, "maxBytesPerPartition", DEFAULT_SPLIT_BYTES),
-            chunk_records=_integer(get, "chunkRecords", 1 << 16),
+            split_bytes=_integer(get, "maxBytesPerPartition", DEFAULT_SPLIT_BYTES, least=1),
+            chunk_records=_integer(get, "chunkRecords", 1 << 16, least=1),
             max_decompressed_size=_decompression_limit(get),
         )
 
@@ -137,15 +137,20 @@ def _flag(get: Callable[[str], str | None], name: str) -> bool:
     return value == "true"
 
 
-def _integer(get: Callable[[str], str | None], name: str, default: int) -> int:
-    """The option ``name`` as an int (``default`` when not given)."""
+def _integer(get: Callable[[str], str | None], name: str, default: int,
+             least: int | None = None) -> int:
+    """The option ``name`` as an int (``default`` when not given), refused when under
+    ``least`` (when the query is planned, not when its data is read)."""
     value = get(name.lower())
     if value is None:
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise ValueError(f"kafka-log option {name} takes an integer, not {value!r}") from None
+    if least is not None and number < least:
+        raise ValueError(f"kafka-log option {name} takes {least} or more, not {number}")
+    return number
 
 
 def _decompression_limit(get: Callable[[str], str | None]) -> int | None:
@@ -153,10 +158,7 @@ def _decompression_limit(get: Callable[[str], str | None]) -> int | None:
     given: the executors' global limit, by default 256 MiB)."""
     if get("maxdecompressedsize") is None:
         return None
-    limit = _integer(get, "maxDecompressedSize", 0)
-    if limit < 0:
-        raise ValueError(f"kafka-log option maxDecompressedSize takes 0 or more, not {limit}")
-    return limit
+    return _integer(get, "maxDecompressedSize", 0, least=0)
 
 
 def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
