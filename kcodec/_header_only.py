@@ -15,17 +15,12 @@ import struct
 from typing import Any
 
 from kcodec._crc32c import crc32c
+from kcodec._java_math import java_int, java_long
 from kcodec.constants import TimestampType
 from kcodec.errors import CorruptRecordError, UnsupportedCompressionTypeError
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")   # DefaultRecordBatch's 61 bytes, baseOffset first
 _INT32_MAX = 2**31 - 1
-
-
-def _wrap(value: int, bits: int) -> int:
-    """``value`` in Java's two's-complement arithmetic of ``bits`` bits."""
-    half = 1 << (bits - 1)
-    return (value + half) % (1 << bits) - half
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,16 +45,16 @@ class HeaderOnlyBatch:
 
     @property
     def last_offset(self) -> int:
-        return _wrap(self.base_offset + self.last_offset_delta, 64)
+        return java_long(self.base_offset + self.last_offset_delta)
 
     @property
     def last_sequence(self) -> int:
         """DefaultRecordBatch.lastSequence, in Java's int arithmetic."""
         if self.base_sequence == -1:
             return -1
-        if self.base_sequence > _wrap(_INT32_MAX - self.last_offset_delta, 32):
-            return _wrap(self.last_offset_delta - (_INT32_MAX - self.base_sequence) - 1, 32)
-        return _wrap(self.base_sequence + self.last_offset_delta, 32)
+        if self.base_sequence > java_int(_INT32_MAX - self.last_offset_delta):
+            return java_int(self.last_offset_delta - (_INT32_MAX - self.base_sequence) - 1)
+        return java_int(self.base_sequence + self.last_offset_delta)
 
     @property
     def compression_id(self) -> int:

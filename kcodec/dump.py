@@ -483,9 +483,6 @@ class _LazyArray(list):  # type: ignore[type-arg]
         super().__init__()
         self._first, self._rest = first, rest
 
-    def __len__(self) -> int:
-        return 1   # (not empty: how many is not known)
-
     def __iter__(self) -> Iterator[Any]:
         yield self._first
         yield from self._rest

@@ -14,6 +14,7 @@ import struct
 from pathlib import Path
 
 from kcodec._crc32c import crc32c
+from kcodec._java_math import java_int
 from kcodec.errors import CorruptRecordError
 
 SNAPSHOT_VERSION = 1
@@ -44,13 +45,8 @@ class ProducerSnapshotEntry:
         Java's int arithmetic as Kafka computes it (DefaultRecordBatch.decrementSequence)."""
         sequence, decrement = self.last_sequence, self.offset_delta
         if sequence < decrement:
-            return _int32(_int32(_INT32_MAX - _int32(decrement - sequence)) + 1)
-        return _int32(sequence - decrement)
-
-
-def _int32(value: int) -> int:
-    """``value`` wrapped to a Java int."""
-    return (value + 2**31) % 2**32 - 2**31
+            return java_int(java_int(_INT32_MAX - java_int(decrement - sequence)) + 1)
+        return java_int(sequence - decrement)
 
 
 def read_producer_snapshot(path: str | os.PathLike[str]) -> list[ProducerSnapshotEntry]:
