@@ -451,11 +451,27 @@ def partial_tails(logs: Sequence[Path]) -> list[tuple[Path, int, int]]:
             continue
         if i < len(logs) - 1:
             with naming(log):
-                raise CorruptRecordError(
-                    f"the {tail[1]} bytes after the last whole batch of a segment that is not "
-                    "its partition's last are damage", position=tail[0])
+                raise _damage_after_batches(*tail)
         found.append((log, *tail))
     return found
+
+
+def first_damage(logs: Sequence[str | os.PathLike[str]]) -> tuple[int, int] | None:
+    """(index in ``logs``, byte position) of a partition's first batch that cannot be
+    framed, or of a partial batch ending any segment but the last: where a broker's
+    recovery would truncate the partition. None when there is none."""
+    for i, log in enumerate(logs):
+        with Segment(log) as segment:
+            end, after, broken = segment.framing()
+        if broken or (after and i < len(logs) - 1):
+            return i, end
+    return None
+
+
+def _damage_after_batches(position: int, size: int) -> CorruptRecordError:
+    """The error for a partial batch ending a segment other than its partition's last."""
+    return CorruptRecordError(f"the {size} bytes after the last whole batch of a segment that "
+                              "is not its partition's last are damage", position=position)
 
 
 def partition_of(directory: str | os.PathLike[str]) -> tuple[str, int] | None:
@@ -504,16 +520,21 @@ class Partition:
 
     def batches(self, start_offset: int | None = None, **options: Any) -> Iterator[Entry]:
         """The batches of every segment in turn (``options`` are read_batches'), from the
-        one holding ``start_offset`` when given; errors name the segment."""
+        one holding ``start_offset`` when given; errors name the segment. A partial batch
+        ends only the last segment: one ending another is damage (CorruptRecordError)."""
         for i, segment in enumerate(self.segments):
             following = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
             if start_offset is not None and following is not None and following <= start_offset:
                 continue
             with naming(segment.path):
                 if start_offset is None:
-                    yield from segment.batches(**options)
+                    reader = segment.reader(**options)
+                    yield from reader
                 else:
-                    yield from segment.seek(start_offset, **options)
+                    reader = segment.reader(segment.position_of(start_offset), **options)
+                    yield from (entry for entry in reader if entry.last_offset >= start_offset)
+                if following is not None and reader.trailing_bytes:
+                    raise _damage_after_batches(reader.valid_bytes, reader.trailing_bytes)
 
 
 def iter_partition_arrow(directory: str | os.PathLike[str],
@@ -554,7 +575,7 @@ def _iter_partition(directory: str | os.PathLike[str],
     aborted = aborted_transactions(folder) if read_committed else []
     offsets = options.pop("offsets", None)
     lo, hi = offsets if offsets is not None else (INT64_MIN, INT64_MAX)
-    stable = last_stable_offset(paths) if read_committed else None
+    stable = last_stable_offset(paths, first_damage(paths)) if read_committed else None
     if stable is not None:
         offsets = (lo, min(hi, stable))
     bases = [base_offset_of(path) for path in paths]
@@ -563,8 +584,10 @@ def _iter_partition(directory: str | os.PathLike[str],
             continue   # every offset of this segment is below the range
         pending = fetch_aborted(aborted, base) if read_committed else None
         with Segment(path) as segment, naming(path):
-            yield from decode(segment.framed_data(), offsets=offsets,
-                              aborted_transactions=pending, **options)
+            framed = segment.framed_data()
+            yield from decode(framed, offsets=offsets, aborted_transactions=pending, **options)
+            if following is not None and len(framed) < segment.size:
+                raise _damage_after_batches(len(framed), segment.size - len(framed))
 
 
 def read_log(path: str | os.PathLike[str]) -> bytes:
@@ -814,7 +837,7 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
            "aborted_transactions", "base_offset_of", "check_index_sanity", "fetch_aborted",
-           "iter_partition_arrow", "iter_partition_columns", "merged_segment_files", "open_path",
-           "partial_tails", "partition_of", "read_log", "read_offset_index", "read_time_index",
-           "read_transaction_index", "segment_files", "set_aside", "split_entries",
-           "write_partition"]
+           "first_damage", "iter_partition_arrow", "iter_partition_columns",
+           "merged_segment_files", "open_path", "partial_tails", "partition_of", "read_log",
+           "read_offset_index", "read_time_index", "read_transaction_index", "segment_files",
+           "set_aside", "split_entries", "write_partition"]

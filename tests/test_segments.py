@@ -203,6 +203,50 @@ def test_write_partition_and_read_back(tmp_path: Path) -> None:
         segments.write_partition(target, sample_log(10))
 
 
+def test_a_partial_batch_ending_an_earlier_segment_is_damage(tmp_path: Path) -> None:
+    """Kafka rolls a segment after whole batches only: a partial batch ending one that is
+    not the partition's last is an error where the partition's readers reach it, and a
+    read_committed read ends there, a marker past it closing nothing."""
+    from kcodec import ControlType
+    from kcodec.errors import CorruptRecordError
+    txn = kcodec.BatchBuilder(producer_id=1, producer_epoch=0, base_sequence=0,
+                              is_transactional=True)
+    txn.append(b"a", timestamp=TS)
+    txn.append(b"b", timestamp=TS)
+    commit = kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=1,
+                                                producer_epoch=0, coordinator_epoch=0,
+                                                base_offset=2)
+    plain = kcodec.BatchBuilder(base_offset=3)
+    plain.append(b"plain", timestamp=TS)
+    target = segments.write_partition(tmp_path / "t-0", [txn.build(), commit, plain.build()],
+                                      segment_bytes=1)   # a segment a batch
+    first = target / f"{0:020d}.log"
+    size = first.stat().st_size
+    with first.open("ab") as log:
+        log.write(plain.build()[:30])
+
+    def read_until_error(runs: Any) -> tuple[list[int], CorruptRecordError]:
+        offsets: list[int] = []
+        with pytest.raises(CorruptRecordError) as caught:
+            for run in runs:
+                offsets += run
+        return offsets, caught.value
+
+    with segments.Partition(target) as partition:
+        for start in (None, 0):
+            offsets, error = read_until_error(
+                [b.base_offset] for b in partition.batches(start_offset=start))
+            assert offsets == [0]
+            assert (error.position, error.__notes__) == (size, [f"in {first}"])
+        offsets, error = read_until_error(
+            c["offset"].tolist() for c in partition.iter_columns())
+        assert offsets == [0, 1] and error.position == size
+        offsets, error = read_until_error(
+            c.column("offset").to_pylist() for c in partition.iter_arrow(read_committed=True))
+        assert offsets == [] and error.position == size
+    assert segments.first_damage(sorted(target.glob("*.log"))) == (0, size)
+
+
 def test_write_partition_rolls_and_indexes_as_a_broker(tmp_path: Path) -> None:
     """A segment rolls where an offset would lie past an int32 from its base, and magic-0
     messages (no timestamps) leave the time index empty, as TimeIndex.maybeAppend does."""

@@ -447,6 +447,30 @@ def test_a_segment_named_alone_is_read_as_its_partition_reads(tmp_path: Path) ->
     assert caught.value.__notes__ == [f"in {first}"]
 
 
+def test_a_partition_named_twice_is_read_once(tmp_path: Path) -> None:
+    """By its directory and a segment, or by segments with a gap between them: each
+    segment once, and segments named without the rest read as their partition reads."""
+    from kcodec.errors import CorruptRecordError
+    from kcodec.segments import write_partition
+    batches = []
+    for base in range(3):
+        builder = kcodec.BatchBuilder(base_offset=base)
+        builder.append(b"x", timestamp=1_700_000_000_000)
+        batches.append(builder.build())
+    partition = write_partition(tmp_path / "t-0", batches, segment_bytes=1)
+    logs = sorted(partition.glob("*.log"))
+    assert plan_and_read([partition, logs[1]])[1] == [0, 1, 2]
+    assert plan_and_read([logs[2], tmp_path])[1] == [0, 1, 2]
+    (first, last), offsets = plan_and_read([logs[0], logs[2]])
+    assert offsets == [0, 2] and not first.final and last.final
+    with logs[1].open("ab") as log:
+        log.write(batches[2][:30])   # damage between the segments named
+    assert plan_and_read([logs[0], logs[2]], "DROPMALFORMED")[1] == [0]
+    with pytest.raises(CorruptRecordError, match="ends in damage here") as caught:
+        plan_and_read([logs[0], logs[2]])
+    assert caught.value.__notes__ == [f"in {logs[1]}"]
+
+
 def test_column_functions_round_trip(spark: Any, tmp_path: Path) -> None:
     from pyspark.sql import functions as F
 

@@ -30,7 +30,9 @@ from kcodec.segments import (
     aborted_transactions,
     base_offset_of,
     fetch_aborted,
+    first_damage,
     last_stable_offset,
+    merged_segment_files,
     offset_for_time,
     partition_of,
     segment_files,
@@ -168,67 +170,70 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
     framed (which ends its partition); in FAILFAST, a segment named alone past such damage
     raises its error."""
     slices: list[SegmentSlice] = []
-    for root in paths:
-        for directory, named in _segments_under(root):
-            where = partition_of(directory)
-            topic, partition = where if where else (directory.name, -1)
-            logs = _whole_partition(directory, named)
-            alone = logs is not named   # a segment named alone, read as its partition reads
-            ends_at_damage = options.mode != "FAILFAST" or alone
-            # (the last stable offset is the truncated partition's in every mode)
-            first_damage = (_first_damage(logs) if ends_at_damage or options.read_committed
-                            else None)
-            damage = first_damage if ends_at_damage else None
-            offsets = _offset_range(logs, options, first_damage)
-            if offsets is None:
-                continue   # no record at or after startingTimestamp
-            aborted = tuple(aborted_transactions(directory)) if options.read_committed else ()
-            if damage is not None and options.mode == "FAILFAST":
-                _fail_if_damaged_before(logs, named[0], damage)
-            bases = [base_offset_of(p) for p in logs]
-            for i, log in enumerate(logs):
-                if log not in named:
-                    continue
-                following = bases[i + 1] if i + 1 < len(logs) else None
-                if following is not None and following <= offsets[0]:
-                    continue   # every offset of this segment is below the range
-                if bases[i] >= offsets[1]:
-                    continue
-                splits = _splits(log, options.split_bytes)
-                for start, end in splits:
-                    if damage is not None and (i, start) > damage:
-                        break
-                    final = following is None and end == splits[-1][1]
-                    slices.append(SegmentSlice(str(log), topic, partition, start, end,
-                                               aborted, offsets, final))
+    for directory, named in _segments_under(paths):
+        where = partition_of(directory)
+        topic, partition = where if where else (directory.name, -1)
+        logs = _whole_partition(directory, named)
+        alone = logs is not named   # segments named alone, read as their partition reads
+        ends_at_damage = options.mode != "FAILFAST" or alone
+        # (the last stable offset is the truncated partition's in every mode)
+        truncated_at = (first_damage(logs) if ends_at_damage or options.read_committed
+                        else None)
+        damage = truncated_at if ends_at_damage else None
+        offsets = _offset_range(logs, options, truncated_at)
+        if offsets is None:
+            continue   # no record at or after startingTimestamp
+        aborted = tuple(aborted_transactions(directory)) if options.read_committed else ()
+        if damage is not None and options.mode == "FAILFAST":
+            _fail_if_damaged_before(logs, named, damage)
+        bases = [base_offset_of(p) for p in logs]
+        for i, log in enumerate(logs):
+            if log not in named:
+                continue
+            following = bases[i + 1] if i + 1 < len(logs) else None
+            if following is not None and following <= offsets[0]:
+                continue   # every offset of this segment is below the range
+            if bases[i] >= offsets[1]:
+                continue
+            splits = _splits(log, options.split_bytes)
+            for start, end in splits:
+                if damage is not None and (i, start) > damage:
+                    break
+                final = following is None and end == splits[-1][1]
+                slices.append(SegmentSlice(str(log), topic, partition, start, end,
+                                           aborted, offsets, final))
     return slices
 
 
-def _fail_if_damaged_before(logs: Sequence[Path], named: Path,
+def _fail_if_damaged_before(logs: Sequence[Path], named: Sequence[Path],
                             damage: tuple[int, int]) -> None:
-    """FAILFAST for a segment named alone that its partition's first damage, in an earlier
-    segment, ends the partition before: the error names the damaged segment and byte."""
+    """FAILFAST for segments named without their whole partition, one of which its first
+    damage, in an earlier segment, ends the partition before: the error names the damaged
+    segment and byte."""
     damaged, position = damage
-    if damaged < logs.index(named):
+    past = [log for log in named if logs.index(log) > damaged]
+    if past:
         with naming(logs[damaged]):
             raise CorruptRecordError(
-                f"the partition ends in damage here, before {named.name}: the bytes from "
+                f"the partition ends in damage here, before {past[0].name}: the bytes from "
                 f"here on do not frame whole batches", position=position)
 
 
 def _whole_partition(directory: Path, named: list[Path]) -> list[Path]:
-    """Every segment of the partition a segment file named alone belongs to: what is read
-    of it is what a consumer reads there, up to the partition's last stable offset and
-    first damage, a partial batch ending it only if it ends the partition."""
-    if len(named) != 1 or not SEGMENT_NAME.match(named[0].name):
+    """Every segment of the partition that segment files named without all their siblings
+    belong to: what is read of them is what a consumer reads there, up to the partition's
+    last stable offset and first damage, a partial batch ending one only if it ends the
+    partition."""
+    if not all(SEGMENT_NAME.match(log.name) for log in named):
         return named
     siblings = dict(segment_files(directory)).get(directory, named)
-    return siblings if named[0] in siblings else named
+    return siblings if set(named) < set(siblings) else named
 
 
-def _segments_under(root: str) -> list[tuple[Path, list[Path]]]:
+def _segments_under(paths: Sequence[str]) -> list[tuple[Path, list[Path]]]:
+    """Each partition the paths name, once, with each of its segments named once."""
     try:
-        return segment_files(root)
+        return merged_segment_files(paths)
     except FileNotFoundError as exc:
         raise FileNotFoundError(f"kafka-log: {exc}") from None
 
@@ -259,18 +264,6 @@ def _offset_range(logs: Sequence[Path], options: Options,
         if stable is not None:
             hi = min(hi, stable)
     return lo, hi
-
-
-def _first_damage(logs: Sequence[Path]) -> tuple[int, int] | None:
-    """(segment index, byte position) of the first batch that cannot be framed, or of a
-    partial batch ending any segment but the last: where a broker's recovery would
-    truncate the partition."""
-    for i, log in enumerate(logs):
-        with Segment(log) as segment:
-            end, after, broken = segment.framing()
-        if broken or (after and i < len(logs) - 1):
-            return i, end
-    return None
 
 
 def _splits(log: Path, split_bytes: int) -> list[tuple[int, int]]:
