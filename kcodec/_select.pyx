@@ -30,6 +30,13 @@ cdef bint _any_in_range(BatchRun run, int64_t lo, int64_t hi, int64_t earliest,
     return found
 
 
+cdef bint _aborted(RecordBatch batch, set aborted_producers) except -1:
+    """Whether a read_committed consumer skips ``batch`` as aborted data: a transactional
+    batch of a producer (id 0 or more: Java's ``hasProducerId``) whose transaction aborted."""
+    return (batch.attributes & ATTR_TRANSACTIONAL != 0 and batch.producer_id >= 0
+            and batch.producer_id in aborted_producers)
+
+
 cdef bint _legacy_outside(object entry, int64_t lo, int64_t hi, int64_t earliest) except -1:
     """Whether all of a legacy entry's (a LegacyBatch) records are outside the ranges, as
     far as its own fields tell. A message's offset and timestamp are its record's. A
@@ -89,13 +96,11 @@ def select_entries(entries, bint include_control, aborted_transactions, int64_t 
                     continue
                 if not include_control:
                     # Java's consumer goes through the records of those it does not skip
-                    if not (read_committed and batch.attributes & ATTR_TRANSACTIONAL
-                            and batch.producer_id in aborted_producers):
+                    if not (read_committed and _aborted(batch, aborted_producers)):
                         check_record_layout(batch)
                     continue
                 batch.records()   # control records returned: checked as the row reader's
-            elif (read_committed and batch.attributes & ATTR_TRANSACTIONAL
-                  and batch.producer_id in aborted_producers):
+            elif read_committed and _aborted(batch, aborted_producers):
                 if validate_crc:
                     batch.ensure_valid()
                 continue

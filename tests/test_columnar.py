@@ -370,6 +370,30 @@ def test_read_committed_within_ranges(steps: list[tuple[str, int]], lo: int, len
     assert arrow_rows(kcodec.decode_arrow(log, **options)) == expected
 
 
+def test_read_committed_passes_batches_without_a_producer_id() -> None:
+    """Java's consumer looks for aborted data only in batches with a producer id
+    (``hasProducerId``): a transactional batch of producer -1 is read even when the aborted
+    list names -1, as are the records of a marker of -1 (which must be well formed)."""
+    no_producer = kcodec.BatchBuilder(is_transactional=True)
+    no_producer.append(b"a", timestamp=TS)
+    log = no_producer.build() + transactional_batch(5, 1, b"b")
+    marker = kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=-1,
+                                                producer_epoch=-1, coordinator_epoch=0,
+                                                base_offset=2)
+    aborted = [(-1, 0)]
+    for threads in (1, 2):
+        for data in (log, log + marker):
+            assert kcodec.decode_columns(data, aborted_transactions=aborted,
+                                         threads=threads)["offset"].tolist() == [0, 1]
+            assert kcodec.decode_arrow(data, aborted_transactions=aborted,
+                                       threads=threads).column("offset").to_pylist() == [0, 1]
+    bad_marker = bytearray(marker)
+    bad_marker[57:61] = (2).to_bytes(4, "big")   # a record count the records disagree with
+    with pytest.raises(kcodec.errors.InvalidRecordError):
+        kcodec.decode_columns(log + bytes(bad_marker), aborted_transactions=aborted,
+                              validate_crc=False)
+
+
 def test_an_abort_marker_outside_the_ranges_still_ends_its_transaction() -> None:
     """Ranges select records, not which transactions were aborted: pid 2 aborts offsets 2-3
     (its marker at 5) and then commits offset 7, which ranges starting past the marker
