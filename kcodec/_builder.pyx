@@ -10,9 +10,10 @@ cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.number cimport PyNumber_Index
 from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.stdint cimport INT32_MAX, INT64_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport INT32_MAX, INT32_MIN, INT64_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from kcodec._crc32c cimport crc32_update, crc32c_update
@@ -149,6 +150,18 @@ cdef inline uint8_t *_put_legacy_field(uint8_t *p, _Span s) noexcept:
     return p + 4 + s.size
 
 
+cdef inline object _whole(object value):
+    """``value`` as an int for an integer field: an int or anything with ``__index__`` (a
+    numpy integer), never a float or a string (TypeError), as Kafka's long and int fields
+    and Python's own integer arguments take them. C conversion alone would truncate a
+    float."""
+    return value if type(value) is int else PyNumber_Index(value)
+
+
+cdef inline object _whole_or_none(object value):
+    return value if value is None or type(value) is int else PyNumber_Index(value)
+
+
 cdef int _check_legacy_options(int magic, bint is_transactional, bint is_control,
                                int64_t producer_id, int16_t producer_epoch,
                                int32_t base_sequence, delete_horizon_ms,
@@ -158,7 +171,7 @@ cdef int _check_legacy_options(int magic, bint is_transactional, bint is_control
         raise ValueError(f"Transactional and control records are not supported for magic {magic}")
     if producer_id != -1 or producer_epoch != -1 or base_sequence != -1:
         raise ValueError(f"magic {magic} cannot hold producer ids, epochs or sequences")
-    if delete_horizon_ms is not None:
+    if delete_horizon_ms is not None and delete_horizon_ms != -1:   # (-1: none, as Java's)
         raise ValueError(f"magic {magic} has no delete horizon")
     if partition_leader_epoch != -1:
         raise ValueError(f"magic {magic} has no partition leader epoch")
@@ -234,10 +247,11 @@ cdef class BatchBuilder:
     ``base_sequence`` (-1 for none); ``is_transactional``; ``is_control`` (for
     end-transaction markers, see :meth:`append_end_txn_marker`);
     ``timestamp_type`` with ``log_append_time`` (defaults to now); and
-    ``delete_horizon_ms`` (kept in base_timestamp, attribute bit 6 set).
+    ``delete_horizon_ms`` (kept in base_timestamp, attribute bit 6 set; a negative one is
+    none, as in Kafka's builder). Integer fields take ints (or numpy integers), not floats.
     ``compression`` and ``level`` choose the codec; ``compression="pluggable"`` with
     ``plugin="<name>"`` compresses with a registered plugin (:mod:`kcodec.plugins`).
-    ``max_timestamp`` states the header's maxTimestamp (default: the largest record
+    ``max_timestamp`` states a magic-2 or 3 header's maxTimestamp (default: the largest record
     timestamp; conversion keeps a batch's own), ``last_offset`` the header's last offset
     (default: the last record's; a compacted batch keeps its original one, as Kafka's
     cleaner does with ``overrideLastOffset``); ``magic=3`` writes KIP-931's format, and
@@ -276,13 +290,23 @@ cdef class BatchBuilder:
         scratch_give_back(self._buf)
 
     @cython.embedsignature(False)   # Cython 3.x would embed it as if magic were positional
-    def __init__(self, *, int magic=2, compression=Compression.NONE, level=None,
-                 int64_t base_offset=0, int32_t partition_leader_epoch=-1,
-                 int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
-                 bint is_transactional=False, bint is_control=False,
+    def __init__(self, *, magic=2, compression=Compression.NONE, level=None,
+                 base_offset=0, partition_leader_epoch=-1, producer_id=-1, producer_epoch=-1,
+                 base_sequence=-1, bint is_transactional=False, bint is_control=False,
                  timestamp_type=TimestampType.CREATE_TIME, log_append_time=None,
                  delete_horizon_ms=None, plugin=None, max_timestamp=None,
                  last_offset=None, bint headers_first=False):
+        self._init(_whole(magic), compression, level, _whole(base_offset),
+                   _whole(partition_leader_epoch), _whole(producer_id), _whole(producer_epoch),
+                   _whole(base_sequence), is_transactional, is_control, timestamp_type,
+                   _whole_or_none(log_append_time), _whole_or_none(delete_horizon_ms), plugin,
+                   _whole_or_none(max_timestamp), _whole_or_none(last_offset), headers_first)
+
+    cdef int _init(self, int magic, compression, level, int64_t base_offset,
+                   int32_t partition_leader_epoch, int64_t producer_id, int16_t producer_epoch,
+                   int32_t base_sequence, bint is_transactional, bint is_control,
+                   timestamp_type, log_append_time, delete_horizon_ms, plugin, max_timestamp,
+                   last_offset, bint headers_first) except -1:
         if magic not in (0, 1, 2, 3):
             raise ValueError(f"magic {magic} is not a Kafka record format (0, 1 or 2, or "
                              "KIP-931's experimental 3)")
@@ -314,13 +338,16 @@ cdef class BatchBuilder:
         if ts_type == LOG_APPEND_TIME:
             self._attributes |= ATTR_LOG_APPEND_TIME
             self._log_append_time = _now_ms() if log_append_time is None else log_append_time
+            if magic < 2 and self._log_append_time < -1:   # (LegacyRecord.write's check)
+                raise ValueError(f"Invalid message timestamp {self._log_append_time}")
         elif log_append_time is not None:
             raise ValueError("log_append_time needs timestamp_type=LOG_APPEND_TIME")
         if is_transactional:
             self._attributes |= ATTR_TRANSACTIONAL
         if is_control:
             self._attributes |= ATTR_CONTROL
-        self._has_delete_horizon = delete_horizon_ms is not None
+        # (as MemoryRecordsBuilder: a negative horizon, NO_TIMESTAMP among them, is none)
+        self._has_delete_horizon = delete_horizon_ms is not None and delete_horizon_ms >= 0
         if self._has_delete_horizon:
             self._attributes |= ATTR_DELETE_HORIZON
             self._base_timestamp = delete_horizon_ms
@@ -331,6 +358,8 @@ cdef class BatchBuilder:
         self._producer_epoch = producer_epoch
         self._base_sequence = base_sequence
         self._max_timestamp = -1
+        if max_timestamp is not None and magic < 2:
+            raise ValueError("max_timestamp is a magic-2 and 3 header field")
         self._stated_max_timestamp = max_timestamp
         if last_offset is not None:
             if magic < 2:
@@ -339,6 +368,7 @@ cdef class BatchBuilder:
                 raise ValueError(f"last_offset {last_offset} is not within an int32 above "
                                  f"base_offset {base_offset}")
         self._stated_last_offset = last_offset
+        return 0
 
     @property
     def record_count(self):
@@ -435,7 +465,7 @@ cdef class BatchBuilder:
                 PyMem_Free(hk)
                 PyMem_Free(held)
 
-    def append_end_txn_marker(self, control_type, int32_t coordinator_epoch, timestamp=None):
+    def append_end_txn_marker(self, control_type, coordinator_epoch, timestamp=None):
         """Append a COMMIT or ABORT marker (the batch must be ``is_control``); returns its offset."""
         if not self._attributes & ATTR_CONTROL:
             raise ValueError("end transaction markers go into a control batch (is_control=True)")
@@ -443,8 +473,9 @@ cdef class BatchBuilder:
         if ctype not in (ControlType.ABORT, ControlType.COMMIT):
             raise ValueError("an end transaction marker is ABORT or COMMIT")
         # ControlRecordType key (version 0, type) and EndTransactionMarker value (version 0, epoch)
+        cdef int32_t epoch = _whole(coordinator_epoch)
         key = (<int>ctype).to_bytes(4, "big")
-        value = b"\x00\x00" + coordinator_epoch.to_bytes(4, "big", signed=True)
+        value = b"\x00\x00" + (<object>epoch).to_bytes(4, "big", signed=True)
         cdef _Borrowed borrowed = _Borrowed.__new__(_Borrowed)
         return self._write_record(timestamp, None, borrowed.span(key), borrowed.span(value),
                                   NULL, NULL, 0)
@@ -464,12 +495,12 @@ cdef class BatchBuilder:
             raise ValueError("the batch was already built")
         if self._compressing:
             raise ValueError("the batch is being compressed")
-        cdef int64_t ts = _now_ms() if timestamp is None else timestamp
+        cdef int64_t ts = _now_ms() if timestamp is None else _whole(timestamp)
         if ts < 0 and ts != -1:
             raise ValueError(f"Invalid negative timestamp {ts}")
         cdef int64_t off
         if offset is not None:
-            off = offset
+            off = _whole(offset)
         elif self._count == 0:
             off = self._base_offset
         elif self._last_offset == INT64_MAX:
@@ -687,9 +718,8 @@ cdef class BatchBuilder:
         return built
 
     @classmethod
-    def end_txn_marker(cls, control_type, *, int64_t producer_id, int16_t producer_epoch,
-                       int32_t coordinator_epoch, int64_t base_offset=0,
-                       int32_t partition_leader_epoch=-1, timestamp=None):
+    def end_txn_marker(cls, control_type, *, producer_id, producer_epoch, coordinator_epoch,
+                       base_offset=0, partition_leader_epoch=-1, timestamp=None):
         """A whole end-transaction batch as the broker writes it (``withEndTransactionMarker``)."""
         builder = cls(base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
                       producer_id=producer_id, producer_epoch=producer_epoch,
@@ -731,15 +761,29 @@ cdef void _write_header(uint8_t *p, int magic, Py_ssize_t size, int64_t base_off
     kc_put_be32(p + OFF_CRC, crc32c_update(0, p + CRC_START, <size_t>(size - CRC_START)))
 
 
-def empty_batch(*, int64_t base_offset, int64_t last_offset, int64_t max_timestamp,
-                int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
-                int32_t partition_leader_epoch=-1, bint is_transactional=False,
+def empty_batch(*, base_offset, last_offset, max_timestamp, producer_id=-1, producer_epoch=-1,
+                base_sequence=-1, partition_leader_epoch=-1, bint is_transactional=False,
                 bint is_control=False, timestamp_type=TimestampType.CREATE_TIME,
-                delete_horizon_ms=None, int magic=2):
+                delete_horizon_ms=None, magic=2):
     """A batch with no records, as the log cleaner keeps one (``writeEmptyHeader``): 61
-    bytes, or for KIP-931's ``magic=3`` its shorter header."""
+    bytes, or for KIP-931's ``magic=3`` its shorter header; the fields as given."""
+    return _empty_batch(_whole(base_offset), _whole(last_offset), _whole(max_timestamp),
+                        _whole(producer_id), _whole(producer_epoch), _whole(base_sequence),
+                        _whole(partition_leader_epoch), is_transactional, is_control,
+                        timestamp_type, _whole_or_none(delete_horizon_ms), _whole(magic))
+
+
+cdef bytes _empty_batch(int64_t base_offset, int64_t last_offset, int64_t max_timestamp,
+                        int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                        int32_t partition_leader_epoch, bint is_transactional,
+                        bint is_control, timestamp_type, delete_horizon_ms, int magic):
     if magic not in (2, 3):
         raise ValueError("empty batches exist in magic 2 and 3")
+    # lastOffsetDelta, as Java's longs wrap (a batch read may state any int32)
+    cdef int64_t wrapped = <int64_t>(<uint64_t>last_offset - <uint64_t>base_offset)
+    if not INT32_MIN <= wrapped <= INT32_MAX:
+        raise ValueError(f"last_offset {last_offset} is not within an int32 of "
+                         f"base_offset {base_offset}")
     cdef int attributes = 0
     if _timestamp_type_id(timestamp_type) == LOG_APPEND_TIME:
         attributes |= ATTR_LOG_APPEND_TIME
@@ -751,7 +795,7 @@ def empty_batch(*, int64_t base_offset, int64_t last_offset, int64_t max_timesta
     if delete_horizon_ms is not None:
         attributes |= ATTR_DELETE_HORIZON
         base_timestamp = delete_horizon_ms
-    cdef int32_t delta = <int32_t>(last_offset - base_offset)
+    cdef int32_t delta = <int32_t>wrapped
     cdef Py_ssize_t size = HEADER_SIZE
     if magic == 3:
         attributes |= ATTR_NO_RECORD_ATTRIBUTES

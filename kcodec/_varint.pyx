@@ -2,6 +2,7 @@
 """Zigzag varints and varlongs (FORMAT.md §1.3) for Python callers."""
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.number cimport PyNumber_Index
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
 from kcodec._native cimport (KC_VARINT_TOO_LONG, KC_VARINT_TRUNCATED, kc_read_varint,
@@ -10,16 +11,18 @@ from kcodec._native cimport (KC_VARINT_TOO_LONG, KC_VARINT_TRUNCATED, kc_read_va
 from kcodec.errors import InvalidRecordError
 
 
-def encode_varint(int32_t value):
+def encode_varint(value):
     """The minimal zigzag encoding of a 32-bit ``value``, as Kafka writes it."""
+    cdef int32_t n = PyNumber_Index(value)   # (a float refused, not truncated)
     cdef uint8_t buf[10]
-    return PyBytes_FromStringAndSize(<char *>buf, kc_write_varint(buf, value))
+    return PyBytes_FromStringAndSize(<char *>buf, kc_write_varint(buf, n))
 
 
-def encode_varlong(int64_t value):
+def encode_varlong(value):
     """The minimal zigzag encoding of a 64-bit ``value``, as Kafka writes it."""
+    cdef int64_t n = PyNumber_Index(value)
     cdef uint8_t buf[10]
-    return PyBytes_FromStringAndSize(<char *>buf, kc_write_varlong(buf, value))
+    return PyBytes_FromStringAndSize(<char *>buf, kc_write_varlong(buf, n))
 
 
 cdef _failure(int code, Py_ssize_t pos, str kind):
@@ -54,15 +57,15 @@ cdef tuple _decode(data, Py_ssize_t pos, bint strict, bint is_long):
     return (value64 if is_long else value32), pos + n
 
 
-def decode_varint(data, Py_ssize_t pos=0, *, bint strict=False):
+def decode_varint(data, pos=0, *, bint strict=False):
     """Decode the varint at ``data[pos]``; returns ``(value, next_pos)``.
 
     By default as lenient as Kafka (overlong forms accepted, excess bits of the
     fifth byte dropped); ``strict=True`` rejects both. Raises InvalidRecordError.
     """
-    return _decode(data, pos, strict, False)
+    return _decode(data, PyNumber_Index(pos), strict, False)
 
 
-def decode_varlong(data, Py_ssize_t pos=0, *, bint strict=False):
+def decode_varlong(data, pos=0, *, bint strict=False):
     """Decode the varlong at ``data[pos]``; returns ``(value, next_pos)`` (see decode_varint)."""
-    return _decode(data, pos, strict, True)
+    return _decode(data, PyNumber_Index(pos), strict, True)

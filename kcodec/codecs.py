@@ -288,10 +288,13 @@ _ZSTD_MAX_WINDOW, ZSTD_ONE_CALL_INPUT, _ZSTD_ONE_CALL_MOST = ZSTD_LIMITS
 
 def _zstd_compress(data: memoryview, level: int, sink: ScratchBuffer) -> None:
     # As Kafka's stream writes it: compress, flush (closing the last data block), then end
-    # the frame, which adds an empty last block. No content size, no checksum.
+    # the frame, which adds an empty last block. No content size, no checksum. Nothing
+    # written, its buffered stream flushes nothing, and the frame ends as it starts: one
+    # segment, stating a content size of 0.
     stream = _zstd_compressor(level).compressobj()
-    sink.write(stream.compress(data))
-    sink.write(stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK))
+    if len(data):
+        sink.write(stream.compress(data))
+        sink.write(stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK))
     sink.write(stream.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
 
 

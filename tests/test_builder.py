@@ -147,6 +147,58 @@ def test_argument_errors() -> None:
     assert builder.size_in_bytes == 61
 
 
+def test_integer_fields_take_integers_only() -> None:
+    """A float is refused (TypeError), not truncated, in every integer field, as Java's
+    long and int fields and Python's own integer arguments take them; numpy's integers,
+    which have __index__, are taken."""
+    import numpy as np
+    two: Any = 2.0
+    for field in ("magic", "base_offset", "partition_leader_epoch", "producer_id",
+                  "producer_epoch", "base_sequence", "delete_horizon_ms", "max_timestamp",
+                  "last_offset"):
+        with pytest.raises(TypeError):
+            kcodec.BatchBuilder(**{field: two})
+    with pytest.raises(TypeError):
+        kcodec.BatchBuilder(timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=two)
+    numpy_ints: Any = (np.int64(10), np.int64(TS), np.int32(11))
+    builder = kcodec.BatchBuilder(base_offset=numpy_ints[0])
+    float_options: list[Any] = [{"timestamp": TS + 0.9}, {"timestamp": TS, "offset": 11.0}]
+    for options in float_options:
+        with pytest.raises(TypeError):
+            builder.append(b"v", **options)
+    assert builder.append(b"v", timestamp=numpy_ints[1], offset=numpy_ints[2]) == 11
+    assert [(r.offset, r.timestamp) for r in only_batch(builder.build())] == [(11, TS)]
+    with pytest.raises(TypeError):
+        kcodec.BatchBuilder(is_control=True).append_end_txn_marker(ControlType.COMMIT, two)
+    with pytest.raises(TypeError):
+        kcodec.BatchBuilder.end_txn_marker(ControlType.ABORT, producer_id=two, producer_epoch=0,
+                                           coordinator_epoch=0)
+    with pytest.raises(TypeError):
+        kcodec.empty_batch(base_offset=0, last_offset=two, max_timestamp=TS)
+    with pytest.raises(ValueError, match="int32"):
+        kcodec.empty_batch(base_offset=0, last_offset=1 << 31, max_timestamp=TS)
+    for encode in (kcodec.encode_varint, kcodec.encode_varlong):
+        with pytest.raises(TypeError):
+            encode(two)
+    with pytest.raises(TypeError):
+        kcodec.decode_varint(b"\x00\x00", two)
+
+
+def test_a_negative_delete_horizon_is_none_as_javas_builder_takes_it() -> None:
+    """MemoryRecordsBuilder sets a delete horizon only for 0 or more (-1, NO_TIMESTAMP, is
+    none); a magic 0/1 builder takes -1 too."""
+    plain = kcodec.BatchBuilder()
+    plain.append(b"x", timestamp=5)
+    for horizon in (-1, -5):
+        builder = kcodec.BatchBuilder(delete_horizon_ms=horizon)
+        builder.append(b"x", timestamp=5)
+        assert builder.build() == plain.build()
+    with_horizon = kcodec.BatchBuilder(delete_horizon_ms=0)
+    with_horizon.append(b"x", timestamp=5)
+    assert only_batch(with_horizon.build()).delete_horizon_ms == 0
+    kcodec.BatchBuilder(magic=1, delete_horizon_ms=-1)
+
+
 def test_abort_marker_round_trip() -> None:
     data = kcodec.BatchBuilder.end_txn_marker(ControlType.ABORT, producer_id=5, producer_epoch=2,
                                               coordinator_epoch=-3, timestamp=TS)
@@ -281,6 +333,12 @@ def test_legacy_options_refused_as_java(magic: int) -> None:
             kcodec.BatchBuilder(magic=magic, **options)
     with pytest.raises(ValueError, match="headers"):
         kcodec.BatchBuilder(magic=magic).append(b"v", timestamp=TS, headers=[("h", b"")])
+    with pytest.raises(ValueError, match="max_timestamp"):
+        kcodec.BatchBuilder(magic=magic, compression="gzip", max_timestamp=99)
+    if magic:   # (LegacyRecord.write: a log append time below -1 is refused)
+        with pytest.raises(ValueError, match="Invalid message timestamp -5"):
+            kcodec.BatchBuilder(magic=magic, timestamp_type=TimestampType.LOG_APPEND_TIME,
+                                log_append_time=-5)
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4"])

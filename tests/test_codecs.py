@@ -441,6 +441,15 @@ def test_zstd_frames() -> None:
         C.decompress("zstd", with_size + b"GARBAGE!")
 
 
+def test_zstd_frame_layout_as_kafkas_stream_writes_it() -> None:
+    """No content size, no checksum, an empty last block after the data; for no data at
+    all (nothing reaches zstd-jni's stream before it ends) one segment of size 0."""
+    for level in (None, 1, 19):
+        assert C.compress("zstd", b"", level=level).hex() == "28b52ffd2000010000"
+        frame = C.compress("zstd", b"x" * 100, level=level)
+        assert frame[4] == 0x00 and frame[-3:] == b"\x01\x00\x00"
+
+
 @pytest.mark.parametrize("size", [0, 1, 5000, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 3 << 20])
 def test_zstd_frames_with_and_without_their_size(size: int) -> None:
     """zstd output is read in windows sized from the frame's stated size when it has one
@@ -451,7 +460,7 @@ def test_zstd_frames_with_and_without_their_size(size: int) -> None:
     sized = zstandard.ZstdCompressor().compress(data)
     assert zstandard.frame_content_size(sized) == size
     unsized = C.compress("zstd", data)
-    assert zstandard.frame_content_size(unsized) == -1
+    assert zstandard.frame_content_size(unsized) == (-1 if size else 0)   # (Java's, for 0)
     for packed, expected in [(sized, data), (unsized, data), (sized + unsized, data + data),
                              (unsized + sized, data + data)]:
         assert C.decompress("zstd", packed, max_size=len(expected)) == expected
