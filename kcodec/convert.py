@@ -20,6 +20,8 @@ from kcodec._batch import RecordBatch, read_batches
 from kcodec._builder import BatchBuilder, empty_batch
 from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
+from kcodec._varint import encode_varint, encode_varlong
+from kcodec.codecs import LEVEL_RANGES, compressor
 from kcodec.constants import Compression, TimestampType
 from kcodec.errors import (
     InvalidRecordError,
@@ -101,8 +103,9 @@ def convert(data: Any, *, magic: int, compression: Compression | int | str | Non
     cannot go below magic 2 (UNSUPPORTED_COMPRESSION_TYPE, as KIP-110), nor can the
     pluggable codec (id 5, kcodec's extension); ``compression="pluggable"`` takes the
     ``plugin`` to compress with, and batches that name a plugin become standard ones with
-    any other ``compression``. Plain legacy messages are grouped into v2 batches of up to
-    ``max_batch_bytes``.
+    any other ``compression``. A ``level`` with each batch's own codec kept applies to the
+    codecs that have levels (gzip, lz4, zstd). Plain legacy messages are grouped into v2
+    batches of up to ``max_batch_bytes`` (a larger message alone in its own).
     """
     if on_loss not in ("warn", "raise", "ignore"):
         raise ValueError("on_loss is 'warn', 'raise' or 'ignore'")
@@ -135,10 +138,14 @@ def iter_convert(data: Any, *, magic: int, compression: Compression | int | str 
             f"{target.name.lower()} cannot be written with magic {magic}")
     if (target == Compression.PLUGGABLE) != (plugin is not None):
         raise ValueError("compression='pluggable' and a plugin name go together")
+    if target is not None:
+        compressor(target, level, magic, plugin=plugin)   # its options' errors, before any data
     rep = ConversionReport() if report is None else report
     entries = read_batches(data, allow_magic3=True)
     for _, group in itertools.groupby(entries, _run_key(magic)):
         first = next(group)
+        if target is None and level is not None and first.compression in LEVEL_RANGES:
+            compressor(first.compression, level)   # (an argument error, not the data's)
         try:
             if isinstance(first, LegacyBatch) and magic >= 2:
                 yield from _up_converted(first, group, magic, _Target(target, level, plugin),
@@ -178,13 +185,20 @@ class _Target(NamedTuple):
     level: int | None
     plugin: str | None
 
+    def level_for(self, codec: Compression) -> int | None:
+        """The level to write ``codec`` at: with each batch's own codec kept, none for a
+        codec without levels (none, snappy)."""
+        if self.codec is None and codec not in LEVEL_RANGES and codec != Compression.PLUGGABLE:
+            return None
+        return self.level
+
 
 def _convert_entry(first: Entry, magic: int, target: _Target, rep: ConversionReport) -> bytes:
     """One entry converted, but a legacy one going up to magic 2 or 3
     (:func:`_up_converted`)."""
     rep.batches_in += 1
-    level = target.level
     codec = first.compression if target.codec is None else target.codec
+    level = target.level_for(codec)
     plugin = target.plugin
     if codec == Compression.PLUGGABLE and plugin is None:
         plugin = first.plugin_name if isinstance(first, RecordBatch) else None
@@ -196,6 +210,9 @@ def _convert_entry(first: Entry, magic: int, target: _Target, rep: ConversionRep
         rep.batches_out += 1
         rep.records += first.record_count if isinstance(first, RecordBatch) else 1
         return bytes(first.buffer)
+    if magic < 2 and isinstance(first, RecordBatch) and first.is_control:
+        rep.dropped_control_batches += 1   # (before its codec is looked at, as Kafka's)
+        return b""
     if magic < 2 and codec in (Compression.ZSTD, Compression.PLUGGABLE):
         raise UnsupportedCompressionTypeError(
             f"a {codec.name.lower()} batch cannot be converted to magic {magic}"
@@ -203,6 +220,7 @@ def _convert_entry(first: Entry, magic: int, target: _Target, rep: ConversionRep
     if isinstance(first, RecordBatch):
         if first.record_count == 0:  # an empty batch left by compaction: only its header
             if magic < 2:
+                _count_header_losses(first, rep)
                 return b""
             rep.batches_out += 1
             return empty_batch(
@@ -213,11 +231,7 @@ def _convert_entry(first: Entry, magic: int, target: _Target, rep: ConversionRep
                 is_transactional=first.is_transactional, is_control=first.is_control,
                 timestamp_type=first.timestamp_type, delete_horizon_ms=first.delete_horizon_ms,
                 magic=magic)
-        if first.is_control:
-            if magic < 2:
-                rep.dropped_control_batches += 1
-                return b""
-            # Kafka never compresses a control batch
+        if first.is_control:   # Kafka never compresses a control batch
             codec, level, plugin = Compression.NONE, None, None
         return _from_v2(first, magic, codec, level, rep, plugin)
     records = first.records()
@@ -240,17 +254,34 @@ def _from_v2(batch: RecordBatch, magic: int, codec: Compression, level: int | No
         rep.batches_out += 1
         return rebuild(batch, magic, codec, level, plugin, records)
     rep.records_with_headers_dropped += sum(1 for r in records if r.headers)
-    if batch.has_producer_id or batch.base_sequence != -1:
-        rep.batches_with_producer_state_dropped += 1
-    rep.transactional_batches_flattened += batch.is_transactional
-    rep.delete_horizons_dropped += batch.has_delete_horizon
-    rep.leader_epochs_dropped += batch.partition_leader_epoch != -1
+    _count_header_losses(batch, rep)
     if magic == 0:
         rep.records_with_timestamps_dropped += sum(1 for r in records if r.timestamp != -1)
     ts_type = (TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else batch.timestamp_type)
     return _legacy_entries(records, magic, codec, level, ts_type,
                            batch.max_timestamp if log_append else None, rep, batch.position,
                            one_batch=True)
+
+
+def _count_header_losses(batch: RecordBatch, rep: ConversionReport) -> None:
+    """What a v2 batch's header holds that magic 0 and 1 have no place for."""
+    if batch.has_producer_id or batch.base_sequence != -1:
+        rep.batches_with_producer_state_dropped += 1
+    rep.transactional_batches_flattened += batch.is_transactional
+    rep.delete_horizons_dropped += batch.has_delete_horizon
+    rep.leader_epochs_dropped += batch.partition_leader_epoch != -1
+
+
+def _v2_record_size(record: Record, offset_delta: int, timestamp_delta: int) -> int:
+    """The bytes a record without headers (a legacy message's) takes in a v2 batch (a
+    magic-3 one takes one fewer: no attributes byte)."""
+    body = (2 + len(encode_varint(offset_delta)) + len(encode_varlong(timestamp_delta))
+            + _field_size(record.key) + _field_size(record.value))
+    return len(encode_varint(body)) + body
+
+
+def _field_size(field: Any) -> int:
+    return 1 if field is None else len(encode_varint(len(field))) + len(field)
 
 
 def check_writable(records: Sequence[Record], position: int, *, offsets: bool = True,
@@ -356,12 +387,13 @@ def _up_converted(first: LegacyBatch, rest: Iterator[Entry], magic: int, target:
     Records are checked as Kafka's builder checks them, and errors name ``first``'s
     byte."""
     codec = first.compression if target.codec is None else target.codec
+    level = target.level_for(codec)
     # under log append time a run's messages share one time (see _run_key), and a
     # wrapper's time is its magic-1 messages' (a magic-0 one inside has none, -1)
     log_append_time = (max(r.timestamp for r in first)
                        if first.timestamp_type == TimestampType.LOG_APPEND_TIME else None)
     builder: BatchBuilder | None = None
-    base_offset = 0
+    base_offset = base_timestamp = 0
     seen: list[Record] = []   # the record before, for check_writable's order check
     for entry in itertools.chain([first], rest):
         rep.batches_in += 1
@@ -369,19 +401,21 @@ def _up_converted(first: LegacyBatch, rest: Iterator[Entry], magic: int, target:
             check_writable([*seen, r], first.position)
             seen = [r]
             rep.records += 1
-            if builder is not None and not (builder.size_in_bytes < max_batch_bytes
-                                            and r.offset - base_offset <= MAX_OFFSET_DELTA):
+            if builder is not None and not (
+                    r.offset - base_offset <= MAX_OFFSET_DELTA and builder.size_in_bytes
+                    + _v2_record_size(r, r.offset - base_offset, r.timestamp - base_timestamp)
+                    <= max_batch_bytes):
                 rep.batches_out += 1
                 yield builder.build()
                 builder = None
             if builder is None:
                 builder = BatchBuilder(
-                    magic=magic, compression=codec, level=target.level, plugin=target.plugin,
+                    magic=magic, compression=codec, level=level, plugin=target.plugin,
                     base_offset=r.offset,
                     timestamp_type=(TimestampType.CREATE_TIME if log_append_time is None
                                     else TimestampType.LOG_APPEND_TIME),
                     log_append_time=log_append_time)
-                base_offset = r.offset
+                base_offset, base_timestamp = r.offset, r.timestamp
             builder.append(r.value, key=r.key, timestamp=r.timestamp, offset=r.offset)
     if builder is not None:
         rep.batches_out += 1

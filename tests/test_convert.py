@@ -139,6 +139,45 @@ def test_control_batch_stays_uncompressed_and_empty_batches_stay() -> None:
     assert bytes(batches[1].buffer) == empty
 
 
+def test_going_below_magic_2_drops_control_batches_first_and_counts_empty_ones() -> None:
+    """Kafka's downConvert drops a control batch before it looks at its codec (a zstd one
+    too); an empty batch the cleaner kept for its producer state is dropped with that
+    state, a loss."""
+    marker = kcodec.BatchBuilder(is_control=True, is_transactional=True, producer_id=1,
+                                 producer_epoch=0, compression="zstd")
+    marker.append_end_txn_marker(ControlType.COMMIT, 0, timestamp=TS)
+    out, report = kcodec.convert(marker.build(), magic=1, report=True, on_loss="ignore")
+    assert out == b"" and report.dropped_control_batches == 1
+    kept = kcodec.empty_batch(base_offset=0, last_offset=4, max_timestamp=TS, producer_id=3,
+                              producer_epoch=0, base_sequence=0, partition_leader_epoch=5)
+    with pytest.raises(LossyConversionError, match="producer id, epoch and sequence; 1 batches "
+                                                   "lost their partition leader epoch"):
+        kcodec.convert(kept, magic=1, on_loss="raise")
+    empty_marker = kcodec.empty_batch(base_offset=0, last_offset=0, max_timestamp=TS,
+                                      producer_id=3, is_control=True)
+    _, report = kcodec.convert(empty_marker, magic=0, report=True, on_loss="ignore")
+    assert report.dropped_control_batches == 1 and report.losses() == ["1 control batches dropped"]
+
+
+def test_a_level_is_an_argument_checked_before_the_data() -> None:
+    """A level out of its codec's range is a ValueError, with or without data; with each
+    batch's codec kept, a level applies to the codecs that have levels only."""
+    for data in (b"", v2()):
+        with pytest.raises(ValueError, match="gzip level 99 is outside 1..9") as info:
+            kcodec.convert(data, magic=2, compression="gzip", level=99)
+        assert not isinstance(info.value, kcodec.errors.KcodecError)
+        with pytest.raises(ValueError, match="needs a codec"):
+            kcodec.convert(data, magic=2, compression="none", level=3)
+    with pytest.raises(ValueError, match="gzip level 99"):
+        kcodec.convert(v2("gzip"), magic=2, level=99)
+    legacy = kcodec.BatchBuilder(magic=1)
+    legacy.append(b"x", timestamp=TS)
+    mixed = v2() + v2("snappy", base=5) + v2("gzip", base=10)
+    for data, magic in ((mixed, 1), (mixed, 2), (legacy.build(), 2)):
+        out = kcodec.convert(data, magic=magic, level=1, on_loss="ignore")
+        assert content(out) == content(data)
+
+
 def test_a_control_batch_takes_no_level() -> None:
     marker = kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=1,
                                                 producer_epoch=0, coordinator_epoch=5,
@@ -196,6 +235,13 @@ def test_plain_legacy_messages_group_into_v2_batches() -> None:
     batches = list(kcodec.read_batches(out))
     assert 5 <= len(batches) <= 10
     assert content(out) == content(legacy)
+    # each batch as full as the limit lets it be, a record more passing it
+    record = len(batches[0].buffer) // batches[0].record_count   # (61 B of header rounded down)
+    assert all(20_000 - record < len(b.buffer) <= 20_000 for b in batches[:-1])
+    four = legacy[:4 * len(next(iter(kcodec.read_batches(legacy))).buffer)]
+    for limit in (1, 150):   # a message larger than the limit goes alone
+        out = kcodec.convert(four, magic=2, max_batch_bytes=limit)
+        assert [b.record_count for b in kcodec.read_batches(out)] == [1] * 4
     # a v2 batch holds one log append time: messages stamped at other times go apart
     stamped = b""
     for offset, at in enumerate([1000, 1000, 2000]):
