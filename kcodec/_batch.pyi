@@ -129,6 +129,7 @@ def read_batches(
     allow_magic3: bool = False,
     start: int = 0,
     log_file: bool = False,
+    preallocated: bool = False,
 ) -> BatchReader: ...
 def read_entries_for_columns(
     data: Buffer,
@@ -140,4 +141,5 @@ def read_entries_for_columns(
     start: int = 0,
     stop: int | None = None,
     log_file: bool = False,
+    preallocated: bool = False,
 ) -> EntryReader: ...

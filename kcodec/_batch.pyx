@@ -19,6 +19,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport free, realloc
+from libc.string cimport memcmp
 
 from kcodec._crc32c cimport crc32c_update
 from kcodec._frames cimport decompress_in_c, frame_codecs, queued_as_frame
@@ -668,6 +669,7 @@ cdef class BatchReader:
     cdef unsigned _frame_codecs    # (and small ones of these codecs, see BatchRun)
     cdef Py_ssize_t _stop   # no batch starting here or later is read
     cdef bint _log_file     # framed as Kafka frames a segment's file (read_batches)
+    cdef bint _preallocated  # and zeros after the last whole batch end it (read_batches)
     cdef readonly Py_ssize_t trailing_bytes
 
     def __iter__(self):
@@ -691,6 +693,8 @@ cdef class BatchReader:
             raise StopIteration
         cdef int32_t size_field = <int32_t>kc_get_be32(p + OFF_LENGTH)
         if size_field < MIN_ENTRY_SIZE:
+            if self._preallocated and _all_zero(p, remaining):
+                raise StopIteration   # (trailing_bytes: all of them)
             raise CorruptRecordError(
                 f"Record size {size_field} is less than the minimum record overhead "
                 f"({MIN_ENTRY_SIZE})", position=position)
@@ -738,9 +742,16 @@ cdef class BatchReader:
         return batch
 
 
+cdef bint _all_zero(const uint8_t *p, Py_ssize_t n) noexcept:
+    """Whether the ``n`` bytes at ``p`` (n > 0) are all zero: the first is, and each is
+    the one after it."""
+    with nogil:
+        return p[0] == 0 and memcmp(p, p + 1, <size_t>(n - 1)) == 0
+
+
 def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_size=None,
                  max_decompressed_size=None, bint allow_magic3=False, Py_ssize_t start=0,
-                 bint log_file=False):
+                 bint log_file=False, bint preallocated=False):
     """Iterate the record batches in ``data`` (bytes, bytearray, memoryview, mmap, ...).
 
     Batches are framed as Kafka frames a fetch response: a partial batch at the end is
@@ -748,10 +759,14 @@ def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_s
     :mod:`kcodec.errors` exception naming its byte position. With ``log_file``, as Kafka
     frames a log segment's file (FileLogInputStream), whose end comes at a tail of 17
     bytes or fewer, or at a batch the data ends inside whatever its magic byte, where a
-    buffer's framing checks the size field and the magic byte of such a tail first.
-    ``validate_crc`` checks each batch's CRC-32C before yielding it; ``strict`` also
-    rejects varints Kafka would tolerate; ``max_batch_size`` rejects larger batches with
-    RecordTooLargeError. Compressed records are
+    buffer's framing checks the size field and the magic byte of such a tail first; and
+    with ``preallocated`` too, where bytes after the last whole batch are all zero (what a
+    file the broker preallocated, ``log.preallocate``, holds past its data after an
+    unclean stop, which the broker's recovery truncates as it truncates a partial batch,
+    and where Kafka's framing of the file, so kafka-dump-log, fails), counted in
+    ``trailing_bytes``. ``validate_crc`` checks each batch's CRC-32C before yielding it;
+    ``strict`` also rejects varints Kafka would tolerate; ``max_batch_size`` rejects larger
+    batches with RecordTooLargeError. Compressed records are
     decompressed when a batch is first iterated, never into more than
     ``max_decompressed_size`` bytes (default: ``kcodec.codecs``' global limit).
     ``allow_magic3`` reads KIP-931's experimental magic 3, which Kafka (and so, by
@@ -763,6 +778,7 @@ def read_batches(data, *, bint validate_crc=True, bint strict=False, max_batch_s
                                       strict, max_batch_size, max_decompressed_size,
                                       allow_magic3)
     reader._log_file = log_file
+    reader._preallocated = log_file and preallocated
     _start_at(reader, start)
     return reader
 
@@ -798,7 +814,8 @@ cdef BatchReader _set_up(BatchReader reader, data, bint validate_crc, bint stric
 
 def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=None,
                              bint allow_magic3=False, Py_ssize_t run_records=1024,
-                             Py_ssize_t start=0, stop=None, bint log_file=False):
+                             Py_ssize_t start=0, stop=None, bint log_file=False,
+                             bint preallocated=False):
     """read_batches without CRC checks (the columnar decoder checks them), but with each
     stretch of plain legacy messages as one LegacyRun (parsed into an array) instead of a
     LegacyBatch each, and each stretch of plain (or small compressed) v2 batches as one
@@ -806,10 +823,12 @@ def read_entries_for_columns(data, *, bint strict=False, max_decompressed_size=N
     object a message or a batch. Framing starts at byte ``start`` (where an entry must
     start) and reads no entry that starts at ``stop`` or later: ``valid_bytes`` is then
     where the entries read end (``stop`` or past it; before it only where the input
-    ended). ``log_file``: framed as read_batches frames a log segment's file."""
+    ended). ``log_file`` and ``preallocated``: framed as read_batches frames a log
+    segment's file."""
     cdef BatchReader reader = _set_up(EntryReader.__new__(EntryReader), data, False, strict,
                                       None, max_decompressed_size, allow_magic3)
     reader._log_file = log_file
+    reader._preallocated = log_file and preallocated
     _start_at(reader, start)
     if stop is not None:
         reader._stop = stop

@@ -371,13 +371,13 @@ def _finished(stats: dict[str, Any]) -> dict[str, Any]:
 def _named_partitions(paths: Sequence[str]) -> list[tuple[str, list[Path]]]:
     """Each partition the paths name, once, with its segments (each once): named by its
     directory, or by the segments themselves when only those were named."""
-    from kcodec.segments import SEGMENT_NAME, merged_segment_files
+    from kcodec.segments import is_segment_file, merged_segment_files
     named = [os.path.realpath(path) for path in paths if Path(path).is_dir()]
 
     def whole(directory: Path) -> bool:   # at or below a directory named
         real = os.path.realpath(directory)
         return any(os.path.commonpath([real, top]) == top for top in named)
-    return [(str(directory) if whole(directory) and SEGMENT_NAME.match(logs[0].name)
+    return [(str(directory) if whole(directory) and is_segment_file(logs[0])
              else ", ".join(map(str, logs)), logs)
             for directory, logs in merged_segment_files(paths)]
 
@@ -449,6 +449,7 @@ def convert_command(args: argparse.Namespace) -> int:
         Segment,
         aborted_transactions,
         base_offset_of,
+        companion,
         partial_tails,
         read_transaction_index,
         segment_files,
@@ -468,7 +469,7 @@ def convert_command(args: argparse.Namespace) -> int:
             targets.append((name, place(name)))
         for (directory, files), (name, target) in zip(partitions, targets, strict=True):
             if root.is_file():
-                txnindex = root.with_suffix(".txnindex")
+                txnindex = companion(root, ".txnindex")
                 aborted = read_transaction_index(txnindex) if txnindex.exists() else []
             else:
                 aborted = aborted_transactions(directory)
@@ -511,8 +512,8 @@ def _refuse_destination_in_source(root: Path, destination: Path) -> None:
     """ValueError if ``destination`` is, or lies in, the directory read for ``root`` (a
     tree, or a segment's partition): its output would be read as input by every later
     reader of the tree, the records twice."""
-    from kcodec.segments import SEGMENT_NAME
-    read = root if root.is_dir() else root.parent if SEGMENT_NAME.match(root.name) else None
+    from kcodec.segments import is_segment_file
+    read = root if root.is_dir() else root.parent if is_segment_file(root) else None
     if read is None:
         return
     inside, where = Path(os.path.realpath(destination)), Path(os.path.realpath(read))

@@ -24,6 +24,7 @@ from kcodec.segments import (
     iter_partition_arrow,
     merged_segment_files,
     partial_tails,
+    whole_partition,
 )
 
 FORMATS = ("parquet", "arrow")
@@ -79,7 +80,8 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
                 PARTITION_FILE.match(name.name)
                 and any(_same_file(name.parent, d) for d, _ in partitions)):
             raise ValueError(f"{target} is one of the files of a partition being read")
-    tails = tuple(tail for _, found in partitions for tail in partial_tails(found))
+    tails = tuple(tail for directory, found in partitions
+                  for tail in _partial_tail(directory, found))
     names = column_names(columns, include_headers, metadata)
     schema = decode_arrow(b"", columns=names).schema
     options: dict[str, Any] = {
@@ -99,6 +101,16 @@ def export_segments(sources: Iterable[str | os.PathLike[str]],
         finally:
             writer.close()
     return ExportSummary(target, kind, len(logs), records, target.stat().st_size, tails)
+
+
+def _partial_tail(directory: Path, named: list[Path]) -> list[tuple[Path, int, int]]:
+    """The partial batch ending the partition ``named`` segments belong to, if its last
+    segment is one of them; one ending any other segment read is an error (partial_tails),
+    here for a whole partition, else where the reading meets it."""
+    whole = whole_partition(directory, named)
+    if whole is named:
+        return partial_tails(named)
+    return partial_tails(whole[-1:]) if whole[-1] in named else []
 
 
 def _format_of(target: Path, format: str | None) -> str:

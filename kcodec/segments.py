@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 Entry = RecordBatch | LegacyBatch
 Chunk = TypeVar("Chunk")   # an Arrow record batch, or iter_columns' dict of numpy arrays
 SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
+#: A segment swapped in by the log cleaner or a segment split, whose swap a broker's stop
+#: interrupted: it completes the swap at start-up (LogLoader), renaming it <offset>.log.
+SWAP_SEGMENT_NAME = re.compile(r"^(\d{20})\.log\.swap$")
 #: The files a broker keeps in a partition directory: segments and their indexes, producer
 #: state snapshots (each also renamed on its way out), the leader epochs, the topic id.
 #: A KRaft metadata partition also keeps its snapshots (<offset>-<epoch>.checkpoint, and
@@ -175,10 +178,10 @@ def check_index_sanity(path: str | os.PathLike[str], base_offset: int,
 
 
 def aborted_transactions(directory: str | os.PathLike[str]) -> list[AbortedTransaction]:
-    """Every aborted transaction a partition directory's ``.txnindex`` files list, by first
-    offset: what a read_committed consumer does not see."""
-    found = [entry for path in sorted(Path(directory).glob("*.txnindex"))
-             for entry in read_transaction_index(path)]
+    """Every aborted transaction the ``.txnindex`` files of a partition directory's
+    segments list, by first offset: what a read_committed consumer does not see."""
+    paths = [companion(log, ".txnindex") for log in _segment_paths(Path(directory))]
+    found = [entry for path in paths if path.exists() for entry in read_transaction_index(path)]
     return sorted(found, key=lambda entry: entry.first_offset)
 
 
@@ -204,7 +207,8 @@ def last_stable_offset(logs: Sequence[str | os.PathLike[str]],
         with Segment(log) as segment:
             end = stop[1] if stop is not None and i == stop[0] else None
             try:
-                for entry in read_entries_for_columns(segment.data, log_file=True, stop=end):
+                for entry in read_entries_for_columns(segment.data, log_file=True,
+                                                      preallocated=True, stop=end):
                     if not (isinstance(entry, RecordBatch) and entry.is_transactional):
                         continue
                     if entry.is_control:
@@ -232,14 +236,61 @@ def offset_for_time(logs: Sequence[str | os.PathLike[str]], timestamp: int, *,
     return None
 
 
+def is_segment_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is named as a segment (``<20 digits>.log``, or ``.log.swap``)."""
+    name = Path(path).name
+    return bool(SEGMENT_NAME.match(name) or SWAP_SEGMENT_NAME.match(name))
+
+
 def _segment_paths(directory: Path) -> list[Path]:
-    """A partition directory's segments, in offset order."""
-    return sorted(p for p in directory.glob("*.log") if SEGMENT_NAME.match(p.name))
+    """A partition directory's segments, in offset order, as a broker loads them: an
+    interrupted swap completed (LogLoader), its ``.log.swap`` segments in place of the
+    segments whose base offsets lie in the offsets they hold (those the cleaner or a split
+    replaced, which the broker deletes), but for swaps from the first ``.cleaned`` file's
+    offset on (of a split that had not finished, which it deletes)."""
+    plain = [p for p in directory.glob("*.log") if SEGMENT_NAME.match(p.name)]
+    swaps = [p for p in directory.glob("*.log.swap") if SWAP_SEGMENT_NAME.match(p.name)]
+    if swaps:
+        cleaned = [int(match.group(1)) for f in directory.glob("*.cleaned")
+                   if (match := re.match(r"^(\d+)\.", f.name))]
+        swaps = [p for p in swaps if base_offset_of(p) < min(cleaned, default=INT64_MAX)]
+    if swaps:
+        lo = min(base_offset_of(p) for p in swaps)
+        hi = max(_next_offset(p) for p in swaps)
+        taken = {base_offset_of(p) for p in swaps}   # (renamed over any segment left there)
+        plain = [p for p in plain
+                 if not lo <= base_offset_of(p) < hi and base_offset_of(p) not in taken]
+    return sorted(plain + swaps, key=base_offset_of)
+
+
+def _next_offset(log: Path) -> int:
+    """The offset after a segment's last batch (its base offset when it has none), as far
+    as its batches frame (``LogSegment.readNextOffset``)."""
+    with Segment(log) as segment:
+        reader = read_entries_for_columns(segment.data, log_file=True, preallocated=True)
+        last = None
+        try:
+            for entry in reader:
+                last = entry
+        except KcodecError:
+            pass
+        return segment.base_offset if last is None else last.last_offset + 1
+
+
+def companion(log: str | os.PathLike[str], suffix: str) -> Path:
+    """The file of segment ``log`` with ``suffix`` (``".index"``, ``".timeindex"``,
+    ``".txnindex"``): for a ``.log.swap`` segment, its own ``.swap`` one."""
+    path = Path(log)
+    if SWAP_SEGMENT_NAME.match(path.name):
+        return path.with_name(path.name[:-len(".log.swap")] + suffix + ".swap")
+    return path.with_suffix(suffix)
 
 
 def base_offset_of(log_path: str | os.PathLike[str]) -> int:
-    """A segment's base offset, from its name (``<20 digits>.log``; 0 for other names)."""
-    match = SEGMENT_NAME.match(Path(log_path).name)
+    """A segment's base offset, from its name (``<20 digits>.log`` or ``.log.swap``; 0 for
+    other names)."""
+    name = Path(log_path).name
+    match = SEGMENT_NAME.match(name) or SWAP_SEGMENT_NAME.match(name)
     return int(match.group(1)) if match else 0
 
 
@@ -253,8 +304,8 @@ class Segment:
         size = os.fstat(self._file.fileno()).st_size
         self._map: mmap.mmap | None = (mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
                                        if size else None)
-        index_path = self.path.with_suffix(".index")
-        time_path = self.path.with_suffix(".timeindex")
+        index_path = companion(self.path, ".index")
+        time_path = companion(self.path, ".timeindex")
         self.index = read_offset_index(index_path, self.base_offset) if index_path.exists() else []
         self.time_index = (read_time_index(time_path, self.base_offset)
                            if time_path.exists() else [])
@@ -287,7 +338,7 @@ class Segment:
         buffer's (the columnar decoders') would fail (see read_batches' ``log_file``); the
         tail found by framing from the last offset index entry that points at a batch."""
         reader = read_entries_for_columns(self.data, start=self.position_of(INT64_MAX),
-                                          log_file=True)
+                                          log_file=True, preallocated=True)
         try:
             for _ in reader:
                 pass
@@ -297,8 +348,12 @@ class Segment:
 
     def reader(self, position: int = 0, **options: Any) -> BatchReader:
         """Batches from byte ``position`` on (where a batch starts), framed as Kafka frames
-        a log file; positions, in batches and errors, are the log's."""
-        return read_batches(self.data, start=position, log_file=True, **options)
+        a log file, but for zeros after the last whole batch (a preallocated file's, after
+        an unclean stop), which end it as a partial batch does, as the broker's recovery
+        truncates both (``trailing_bytes``); positions, in batches and errors, are the
+        log's."""
+        return read_batches(self.data, start=position, log_file=True, preallocated=True,
+                            **options)
 
     def batches(self, **options: Any) -> Iterator[Entry]:
         yield from self.reader(**options)
@@ -306,9 +361,10 @@ class Segment:
     def framing(self) -> tuple[int, int, bool]:
         """Where the log's whole batches end, how many bytes follow them, and whether
         framing stopped there at a batch that cannot be framed (else those bytes are a
-        partial batch: the tail a crash leaves mid-write, which Kafka's recovery truncates;
-        in any but a partition's last segment, damage). Framed, not read."""
-        reader = read_entries_for_columns(self.data, log_file=True)
+        partial batch, or zeros past a preallocated file's data: the tail a crash leaves
+        mid-write, which Kafka's recovery truncates; in any but a partition's last segment,
+        damage). Framed, not read."""
+        reader = read_entries_for_columns(self.data, log_file=True, preallocated=True)
         try:
             for _ in reader:
                 pass
@@ -398,7 +454,7 @@ class Segment:
         before; a time index entry whose offset is not a batch's last or whose timestamp is
         not that batch's greatest, or goes back in time (kafka-dump-log's checks)."""
         problems = []
-        for path in (self.path.with_suffix(".index"), self.path.with_suffix(".timeindex")):
+        for path in (companion(self.path, ".index"), companion(self.path, ".timeindex")):
             if path.exists():
                 try:
                     check_index_sanity(path, self.base_offset)
@@ -547,7 +603,10 @@ def iter_partition_arrow(directory: str | os.PathLike[str],
     are iter_arrow's). With ``read_committed`` the aborted transactions the partition's
     ``.txnindex`` files list are left out and nothing from the first transaction still
     open on is read (:func:`last_stable_offset`), as a read_committed consumer sees the log.
-    Segments wholly below an ``offsets`` range are not opened; errors name the segment."""
+    ``logs`` that are some of the partition's segments are read as the partition reads
+    there (:func:`whole_partition`): its first damage before them is an error, and a
+    transaction's marker in a later segment counts. Segments wholly below an ``offsets``
+    range are not opened; errors name the segment."""
     folder = Path(directory)
     topic, partition = partition_of(folder) or (folder.name, -1)
     return _iter_partition(directory, logs, read_committed, options,
@@ -571,23 +630,42 @@ def _iter_partition(directory: str | os.PathLike[str],
     """``decode(data, offsets=, aborted_transactions=, **options)`` over each segment's
     memory-mapped bytes, in offset order (see iter_partition_arrow)."""
     folder = Path(directory)
-    paths = [Path(log) for log in logs] if logs is not None else _segment_paths(folder)
+    named = [Path(log) for log in logs] if logs is not None else _segment_paths(folder)
+    whole = whole_partition(folder, named)
+    damage = first_damage(whole) if read_committed or whole is not named else None
     aborted = aborted_transactions(folder) if read_committed else []
     offsets = options.pop("offsets", None)
     lo, hi = offsets if offsets is not None else (INT64_MIN, INT64_MAX)
-    stable = last_stable_offset(paths, first_damage(paths)) if read_committed else None
+    stable = last_stable_offset(whole, damage) if read_committed else None
     if stable is not None:
         offsets = (lo, min(hi, stable))
-    bases = [base_offset_of(path) for path in paths]
-    for path, base, following in zip(paths, bases, [*bases[1:], None]):
-        if following is not None and following <= lo:
-            continue   # every offset of this segment is below the range
+    bases = [base_offset_of(path) for path in whole]
+    for i, (path, base, following) in enumerate(zip(whole, bases, [*bases[1:], None])):
+        if path not in named or (following is not None and following <= lo):
+            continue   # not asked for, or every offset of this segment is below the range
+        if damage is not None and i > damage[0]:
+            with naming(whole[damage[0]]):
+                raise CorruptRecordError(
+                    f"the partition ends in damage here, before {path.name}: the bytes from "
+                    "here on do not frame whole batches", position=damage[1])
         pending = fetch_aborted(aborted, base) if read_committed else None
         with Segment(path) as segment, naming(path):
             framed = segment.framed_data()
             yield from decode(framed, offsets=offsets, aborted_transactions=pending, **options)
             if following is not None and len(framed) < segment.size:
                 raise _damage_after_batches(len(framed), segment.size - len(framed))
+
+
+def whole_partition(directory: str | os.PathLike[str],
+                    named: list[Path]) -> list[Path]:
+    """Every segment of the partition in ``directory`` when ``named`` are some of its
+    segment files but not all (what is read of them is then what a consumer reads there:
+    up to the partition's last stable offset and first damage, a partial batch ending
+    one only if it ends the partition); else ``named`` itself."""
+    if not all(is_segment_file(log) for log in named):
+        return named
+    siblings = _segment_paths(Path(directory))
+    return siblings if set(named) < set(siblings) else named
 
 
 def read_log(path: str | os.PathLike[str]) -> bytes:
@@ -605,7 +683,8 @@ def open_path(path: str | os.PathLike[str]) -> Partition | Segment:
 
 def segment_files(root: str | os.PathLike[str]) -> list[tuple[Path, list[Path]]]:
     """(partition directory, its segments in offset order) for a ``.log`` file, or for every
-    directory holding segments at or below ``root``, but for partitions a broker renamed
+    directory holding segments at or below ``root`` (as a broker loads them: an interrupted
+    swap completed, see _segment_paths), but for partitions a broker renamed
     (``<topic>-<partition>.<uuid>-delete``, ``-future``, ``-stray``: awaiting deletion, or
     another copy of a live partition), which no consumer reads, and for partitions kcodec
     was writing (``.<name>.<random>.partial``, left by a process killed mid-write), unless
@@ -615,11 +694,9 @@ def segment_files(root: str | os.PathLike[str]) -> list[tuple[Path, list[Path]]]
         return [(top.parent, [top])]
     if not top.exists():
         raise FileNotFoundError(f"no such file or directory: {top}")
-    found: dict[Path, list[Path]] = {}
-    for log in top.rglob("*.log"):
-        if SEGMENT_NAME.match(log.name) and not set_aside(log, top):
-            found.setdefault(log.parent, []).append(log)
-    return [(directory, sorted(found[directory])) for directory in sorted(found)]
+    directories = {log.parent for log in top.rglob("*.log*")
+                   if is_segment_file(log) and not set_aside(log, top)}
+    return [(directory, _segment_paths(directory)) for directory in sorted(directories)]
 
 
 def set_aside(path: Path, top: Path) -> bool:
@@ -639,7 +716,7 @@ def merged_segment_files(sources: Iterable[str | os.PathLike[str]],
         for directory, logs in segment_files(source):
             for log in logs:
                 # a file not named as a segment is a log of its own, not its directory's
-                own = directory if SEGMENT_NAME.match(log.name) else log
+                own = directory if is_segment_file(log) else log
                 _, known = merged.setdefault(os.path.realpath(own), (directory, {}))
                 known.setdefault(os.path.realpath(log), log)
     return [(directory, sorted(known.values(), key=lambda log: log.name))
@@ -836,8 +913,9 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 
 
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
-           "aborted_transactions", "base_offset_of", "check_index_sanity", "fetch_aborted",
-           "first_damage", "iter_partition_arrow", "iter_partition_columns",
-           "merged_segment_files", "open_path", "partial_tails", "partition_of", "read_log",
-           "read_offset_index", "read_time_index", "read_transaction_index", "segment_files",
-           "set_aside", "split_entries", "write_partition"]
+           "aborted_transactions", "base_offset_of", "check_index_sanity", "companion",
+           "fetch_aborted", "first_damage", "is_segment_file", "iter_partition_arrow",
+           "iter_partition_columns", "merged_segment_files", "open_path", "partial_tails",
+           "partition_of", "read_log", "read_offset_index", "read_time_index",
+           "read_transaction_index", "segment_files", "set_aside", "split_entries",
+           "whole_partition", "write_partition"]

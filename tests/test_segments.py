@@ -247,6 +247,103 @@ def test_a_partial_batch_ending_an_earlier_segment_is_damage(tmp_path: Path) -> 
     assert segments.first_damage(sorted(target.glob("*.log"))) == (0, size)
 
 
+def two_record_batch(base: int) -> bytes:
+    builder = kcodec.BatchBuilder(base_offset=base)
+    builder.append(b"v%d" % base, timestamp=TS + base)
+    builder.append(b"v%d" % (base + 1), timestamp=TS + base + 1)
+    return builder.build()
+
+
+def test_an_interrupted_swap_is_read_as_a_broker_completes_it(tmp_path: Path) -> None:
+    """A broker stopped inside a segment swap (the cleaner's or a split's) leaves the new
+    segment as .log.swap, the old ones renamed .deleted or not yet: it completes the swap
+    at start-up (LogLoader), so the swapped-in segment is read in place of the segments
+    whose base offsets lie in its offsets, with its own .swap indexes; a swap from the
+    first .cleaned file's offset on (an unfinished split) is not."""
+    target = segments.write_partition(tmp_path / "t-0", [two_record_batch(b) for b in (0, 2, 4)],
+                                      segment_bytes=1)
+
+    def name(base: int, suffix: str) -> Path:
+        return target / f"{base:020d}{suffix}"
+    name(0, ".log.swap").write_bytes(two_record_batch(0) + two_record_batch(2))
+    name(0, ".index.swap").write_bytes(struct.pack(">ii", 2, 69))
+    name(0, ".txnindex.swap").write_bytes(segments.TXN_ENTRY.pack(0, 9, 1, 3, 1))
+    name(2, ".txnindex").write_bytes(segments.TXN_ENTRY.pack(0, 8, 2, 3, 2))   # replaced
+    for suffix in (".log", ".index", ".timeindex"):
+        name(0, suffix).rename(name(0, suffix + ".deleted"))
+    expected = [0, 1, 2, 3, 4, 5]
+    with segments.Partition(target) as partition:
+        assert [s.path.name for s in partition.segments] == [name(0, ".log.swap").name,
+                                                             name(4, ".log").name]
+        assert [r.offset for b in partition.batches() for r in b] == expected
+        assert partition.segments[0].index == [segments.IndexEntry(2, 69)]
+        assert [t.producer_id for t in partition.aborted_transactions()] == [9]
+        assert [b.base_offset for b in partition.batches(start_offset=3)] == [2, 4]
+    assert [o for c in segments.iter_partition_arrow(target)
+            for o in c.column("offset").to_pylist()] == expected
+    assert segments.segment_files(tmp_path) == [(target, [name(0, ".log.swap"), name(4, ".log")])]
+    name(0, ".log.cleaned").write_bytes(b"")   # a split under way: its swaps are not taken
+    with segments.Partition(target) as partition:
+        assert [r.offset for b in partition.batches() for r in b] == [2, 3, 4, 5]
+
+
+def test_zeros_past_a_preallocated_segments_data_end_it_as_a_partial_batch(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """log.preallocate makes each new segment file its full size, zeros past the data, cut
+    back when the segment closes: a broker stopped uncleanly leaves the zeros, which its
+    recovery truncates as it truncates a partial batch. Readers end the log there (in the
+    last segment; in any other it is damage); Kafka's framing of the file fails there, and
+    so does kafka-dump-log, and so does dump."""
+    from kcodec.errors import CorruptRecordError
+    target = segments.write_partition(tmp_path / "t-0", [two_record_batch(b) for b in (0, 2)],
+                                      segment_bytes=1)
+    first, last = sorted(target.glob("*.log"))
+    size = last.stat().st_size
+    os.truncate(last, size + (64 << 20))   # (sparse, as a preallocated file is)
+    with segments.Partition(target) as partition:
+        assert [r.offset for b in partition.batches() for r in b] == [0, 1, 2, 3]
+        assert partition.segments[-1].partial_tail() == (size, 64 << 20)
+    assert sum(c.num_rows for c in segments.iter_partition_arrow(target)) == 4
+    assert main(["stats", "--json", str(target)]) == 0
+    assert json.loads(capsys.readouterr().out)["partitions"][str(target)]["trailing_bytes"] == 64 << 20
+    with pytest.raises(CorruptRecordError, match="Record size 0"):
+        list(kcodec.read_batches(last.read_bytes(), log_file=True))
+    assert main(["dump", str(last)]) == 1
+    assert "Record size 0" in capsys.readouterr().err
+    os.truncate(first, first.stat().st_size + 100)
+    with pytest.raises(CorruptRecordError, match="not its partition's last"):
+        list(segments.iter_partition_arrow(target))
+
+
+def test_a_segment_named_alone_is_read_committed_as_its_partition(tmp_path: Path) -> None:
+    """A transaction whose marker lies in a later segment is committed for a read of its
+    own segment too; a partition's damage before a segment named ends the read first."""
+    from kcodec import ControlType
+    from kcodec.errors import CorruptRecordError
+    from kcodec.export import export_segments
+    txn = kcodec.BatchBuilder(producer_id=7, producer_epoch=0, base_sequence=0,
+                              is_transactional=True)
+    txn.append(b"a", timestamp=TS)
+    txn.append(b"b", timestamp=TS)
+    commit = kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=7,
+                                                producer_epoch=0, coordinator_epoch=0,
+                                                base_offset=4)
+    target = segments.write_partition(tmp_path / "t-0", [txn.build(), two_record_batch(2),
+                                                         commit], segment_bytes=160)
+    first, last = sorted(target.glob("*.log"))
+    for read_committed in (False, True):
+        assert [o for c in segments.iter_partition_arrow(target, [first],
+                                                         read_committed=read_committed)
+                for o in c.column("offset").to_pylist()] == [0, 1, 2, 3]
+    summary = export_segments([first], tmp_path / "out.parquet", read_committed=True)
+    assert summary.records == 4
+    with first.open("ab") as log:
+        log.write(b"\1" * 20)   # damage: the partition ends here
+    with pytest.raises(CorruptRecordError, match="ends in damage here") as caught:
+        list(segments.iter_partition_arrow(target, [last]))
+    assert caught.value.__notes__ == [f"in {first}"]
+
+
 def test_write_partition_rolls_and_indexes_as_a_broker(tmp_path: Path) -> None:
     """A segment rolls where an offset would lie past an int32 from its base, and magic-0
     messages (no timestamps) leave the time index empty, as TimeIndex.maybeAppend does."""

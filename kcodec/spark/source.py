@@ -24,7 +24,6 @@ from kcodec._legacy import LegacyBatch
 from kcodec.columnar import decode_arrow, iter_arrow
 from kcodec.errors import CorruptRecordError, KcodecError, naming
 from kcodec.segments import (
-    SEGMENT_NAME,
     AbortedTransaction,
     Segment,
     aborted_transactions,
@@ -35,7 +34,7 @@ from kcodec.segments import (
     merged_segment_files,
     offset_for_time,
     partition_of,
-    segment_files,
+    whole_partition,
 )
 
 SPARK_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
@@ -173,7 +172,7 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
     for directory, named in _segments_under(paths):
         where = partition_of(directory)
         topic, partition = where if where else (directory.name, -1)
-        logs = _whole_partition(directory, named)
+        logs = whole_partition(directory, named)
         alone = logs is not named   # segments named alone, read as their partition reads
         ends_at_damage = options.mode != "FAILFAST" or alone
         # (the last stable offset is the truncated partition's in every mode)
@@ -217,17 +216,6 @@ def _fail_if_damaged_before(logs: Sequence[Path], named: Sequence[Path],
             raise CorruptRecordError(
                 f"the partition ends in damage here, before {past[0].name}: the bytes from "
                 f"here on do not frame whole batches", position=position)
-
-
-def _whole_partition(directory: Path, named: list[Path]) -> list[Path]:
-    """Every segment of the partition that segment files named without all their siblings
-    belong to: what is read of them is what a consumer reads there, up to the partition's
-    last stable offset and first damage, a partial batch ending one only if it ends the
-    partition."""
-    if not all(SEGMENT_NAME.match(log.name) for log in named):
-        return named
-    siblings = dict(segment_files(directory)).get(directory, named)
-    return siblings if set(named) < set(siblings) else named
 
 
 def _segments_under(paths: Sequence[str]) -> list[tuple[Path, list[Path]]]:
@@ -375,7 +363,7 @@ def _frame(data: memoryview, chunk_records: int, final: bool
     crash leaves one, which recovery truncates); anywhere else it is damage."""
     entries: list[Any] = []
     error = None
-    reader = read_entries_for_columns(data, log_file=True)
+    reader = read_entries_for_columns(data, log_file=True, preallocated=True)
     try:
         for entry in reader:
             entries.append(entry)
