@@ -8,7 +8,7 @@ import re
 import secrets
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -44,40 +44,48 @@ def staging_directory(target: Path) -> Path:
     return staging
 
 
+class NewDirectories:
+    """What :func:`directories_together` gives its block: called with a new directory's
+    name (a path relative to the parent; FileExistsError if there is one already), the
+    path to create it at (with the directories up to it); ``staging``, the hidden
+    directory those paths lie in (for writers that learn the names as they write)."""
+
+    def __init__(self, parent: Path, staging: Path) -> None:
+        self.parent, self.staging = parent, staging
+        self.named: list[Path] = []
+
+    def __call__(self, name: str) -> Path:
+        if Path(name) in self.named or (self.parent / name).exists():
+            raise FileExistsError(f"{self.parent / name} exists; kcodec never overwrites it")
+        self.named.append(Path(name))
+        return self.staging / name
+
+
 @contextlib.contextmanager
-def directories_together(parent: Path) -> Iterator[Callable[[str], Path]]:
+def directories_together(parent: Path) -> Iterator[NewDirectories]:
     """New directories under ``parent`` that appear there together once the block ends
-    without an error, or not at all. The block is given a function that takes a new
-    directory's name (a path relative to ``parent``; FileExistsError if there is one
-    already) and gives the path to create it at (with the directories up to it), in a
-    hidden directory: one staged beside ``parent`` when it does not exist yet (renamed to
-    it at the end), or else in it (each directory renamed into place at the end, and put
-    back should one rename fail)."""
+    without an error, or not at all (see :class:`NewDirectories`), staged in a hidden
+    directory: beside ``parent`` when it does not exist yet (renamed to it at the end), or
+    else in it (each directory renamed into place at the end, and put back should one
+    rename fail)."""
     creating = not parent.exists()
     if creating:
         parent.parent.mkdir(parents=True, exist_ok=True)
     elif not parent.is_dir():
         raise NotADirectoryError(f"{parent} is not a directory")
-    staging = staging_directory(parent if creating else parent / "new")
-    named: list[Path] = []
-
-    def place(name: str) -> Path:
-        if Path(name) in named or (parent / name).exists():
-            raise FileExistsError(f"{parent / name} exists; kcodec never overwrites it")
-        named.append(Path(name))
-        return staging / name
-
+    place = NewDirectories(parent, staging_directory(parent if creating else parent / "new"))
     try:
         yield place
         if creating:
-            os.rename(staging, parent)
+            os.rename(place.staging, parent)
             fsync_directory(parent.parent)
         else:
             # (a directory named inside another moves with it)
-            _move_into_place(staging, parent, [name for name in named
-                                               if not any(n in name.parents for n in named)])
+            _move_into_place(place.staging, parent,
+                             [name for name in place.named
+                              if not any(n in name.parents for n in place.named)])
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(place.staging, ignore_errors=True)
 
 
 def _move_into_place(staging: Path, parent: Path, names: list[Path]) -> None:

@@ -42,6 +42,14 @@ class BatchBuilder:
         headers: Sequence[tuple[str | Buffer, Buffer | None]] = (),
         offset: int | None = None,
     ) -> int: ...
+    def size_after(
+        self,
+        value: Buffer | None,
+        key: Buffer | None = None,
+        timestamp: int | None = None,
+        headers: Sequence[tuple[str | Buffer, Buffer | None]] = (),
+        offset: int | None = None,
+    ) -> int: ...
     def append_end_txn_marker(
         self, control_type: ControlType | int, coordinator_epoch: int, timestamp: int | None = None
     ) -> int: ...

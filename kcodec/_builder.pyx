@@ -13,7 +13,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.number cimport PyNumber_Index
 from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.stdint cimport INT32_MAX, INT32_MIN, INT64_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from kcodec._crc32c cimport crc32_update, crc32c_update
@@ -160,6 +160,23 @@ cdef inline object _whole(object value):
 
 cdef inline object _whole_or_none(object value):
     return value if value is None or type(value) is int else PyNumber_Index(value)
+
+
+cdef inline Py_ssize_t _v3_header_size(int32_t last_offset_delta, int64_t base_timestamp,
+                                       int64_t max_timestamp) noexcept:
+    """A KIP-931 header's size: its fixed fields, then three varints."""
+    return (V3_FIXED_SIZE + kc_sizeof_varint(last_offset_delta) + kc_sizeof_varlong(base_timestamp)
+            + kc_sizeof_varlong(<int64_t>(<uint64_t>max_timestamp - <uint64_t>base_timestamp)))
+
+
+cdef struct _Planned:
+    # a record about to be appended, checked: its timestamp and offset; its size (a v2/v3
+    # record: after its length varint; a legacy one: its message, after the log overhead);
+    # the batch's base timestamp with it (v2/v3)
+    int64_t ts
+    int64_t off
+    Py_ssize_t size
+    int64_t base_ts
 
 
 cdef int _check_legacy_options(int magic, bint is_transactional, bint is_control,
@@ -358,15 +375,18 @@ cdef class BatchBuilder:
         self._producer_epoch = producer_epoch
         self._base_sequence = base_sequence
         self._max_timestamp = -1
-        if max_timestamp is not None and magic < 2:
-            raise ValueError("max_timestamp is a magic-2 and 3 header field")
+        if max_timestamp is not None:
+            if magic < 2:
+                raise ValueError("max_timestamp is a magic-2 and 3 header field")
+            if not INT64_MIN <= max_timestamp <= INT64_MAX:
+                raise OverflowError(f"max_timestamp {max_timestamp} is not an int64")
         self._stated_max_timestamp = max_timestamp
         if last_offset is not None:
             if magic < 2:
                 raise ValueError("last_offset is a magic-2 and 3 header field")
-            if not 0 <= last_offset - base_offset <= INT32_MAX:
-                raise ValueError(f"last_offset {last_offset} is not within an int32 above "
-                                 f"base_offset {base_offset}")
+            if not 0 <= last_offset - base_offset <= INT32_MAX or last_offset > INT64_MAX:
+                raise ValueError(f"last_offset {last_offset} is not an offset within an int32 "
+                                 f"above base_offset {base_offset}")
         self._stated_last_offset = last_offset
         return 0
 
@@ -388,6 +408,12 @@ cdef class BatchBuilder:
             return self._stated_max_timestamp
         return self._max_timestamp
 
+    cdef int64_t _header_max_timestamp_with(self, int64_t ts) except? -2:
+        """The header's maxTimestamp once a record of time ``ts`` is appended."""
+        if self._attributes & ATTR_LOG_APPEND_TIME or self._stated_max_timestamp is not None:
+            return self._header_max_timestamp()
+        return max(self._max_timestamp, ts)
+
     cdef int32_t _header_last_offset_delta(self):
         """lastOffsetDelta: of the stated last offset, or of the last record when later
         (build refuses that)."""
@@ -397,11 +423,8 @@ cdef class BatchBuilder:
         return <int32_t>(last - self._base_offset)
 
     cdef Py_ssize_t _v3_header_size(self):
-        cdef int64_t max_ts = self._header_max_timestamp()
-        return (V3_FIXED_SIZE
-                + kc_sizeof_varint(self._header_last_offset_delta())
-                + kc_sizeof_varlong(self._base_timestamp)
-                + kc_sizeof_varlong(<int64_t>(<uint64_t>max_ts - <uint64_t>self._base_timestamp)))
+        return _v3_header_size(self._header_last_offset_delta(), self._base_timestamp,
+                               self._header_max_timestamp())
 
     @property
     def next_offset(self):
@@ -414,16 +437,29 @@ cdef class BatchBuilder:
         milliseconds (None: now; -1: none). ``headers`` is a sequence of
         ``(str, bytes-like or None)`` pairs. ``offset`` defaults to the next one.
         """
+        return self._record(value, key, timestamp, headers, offset, False)
+
+    def size_after(self, value, key=None, timestamp=None, headers=(), offset=None):
+        """What :attr:`size_in_bytes` would be with this record appended (it is checked as
+        :meth:`append` checks it, and not appended): a batch kept to N bytes takes the
+        record if this is N or less, as Kafka's ``MemoryRecordsBuilder.hasRoomFor`` decides
+        (before compression, as size_in_bytes counts)."""
+        return self._record(value, key, timestamp, headers, offset, True)
+
+    cdef object _record(self, value, key, timestamp, headers, offset, bint measure):
+        """append(), or with ``measure`` size_after()."""
         if self._attributes & ATTR_CONTROL:
             raise ValueError("a control batch holds only control records "
                              "(see append_end_txn_marker)")
         cdef _Span k, v
         if not headers and _plain_span(key, &k) and _plain_span(value, &v):
+            if measure:
+                return self._size_after(timestamp, offset, k, v, NULL, NULL, 0)
             return self._write_record(timestamp, offset, k, v, NULL, NULL, 0)
-        return self._append_general(value, key, timestamp, headers, offset)
+        return self._append_general(value, key, timestamp, headers, offset, measure)
 
-    cdef object _append_general(self, value, key, timestamp, headers, offset):
-        """append() for any bytes-like arguments and any number of headers."""
+    cdef object _append_general(self, value, key, timestamp, headers, offset, bint measure):
+        """_record() for any bytes-like arguments and any number of headers."""
         cdef _Borrowed borrowed = _Borrowed.__new__(_Borrowed)
         cdef _Span hk_stack[HEADERS_ON_STACK]
         cdef _Span hv_stack[HEADERS_ON_STACK]
@@ -456,6 +492,9 @@ cdef class BatchBuilder:
                 header_key, header_value = <tuple>pair
                 hk[i] = borrowed.header_key(header_key)
                 hv[i] = borrowed.span(header_value)
+            if measure:
+                return self._size_after(timestamp, offset, borrowed.span(key),
+                                        borrowed.span(value), hk, hv, n_headers)
             return self._write_record(timestamp, offset, borrowed.span(key),
                                       borrowed.span(value), hk, hv, n_headers)
         finally:
@@ -489,8 +528,9 @@ cdef class BatchBuilder:
         return self._write_record(timestamp, offset, borrowed.span(key), borrowed.span(value),
                                   NULL, NULL, 0)
 
-    cdef int64_t _write_record(self, timestamp, offset, _Span k, _Span v,
-                               _Span *hk, _Span *hv, Py_ssize_t n_headers) except? -2:
+    cdef int _plan(self, timestamp, offset, _Span k, _Span v, _Span *hk, _Span *hv,
+                   Py_ssize_t n_headers, _Planned *planned) except -1:
+        """Check a record as appending it checks it, and say what it would take."""
         if self._built is not None:
             raise ValueError("the batch was already built")
         if self._compressing:
@@ -518,18 +558,21 @@ cdef class BatchBuilder:
             raise RecordTooLargeError("a batch holds at most 2147483647 records")
         if n_headers > INT32_MAX:
             raise RecordTooLargeError("too many headers")
+        planned.ts, planned.off = ts, off
         if self._magic < 2:
             if n_headers:
                 raise ValueError(f"magic {self._magic} records cannot hold headers")
-            return self._write_legacy(ts, off, k, v)
-
-        cdef int64_t base_ts = ts if self._count == 0 and not self._has_delete_horizon \
-            else self._base_timestamp
-        cdef int64_t ts_delta = <int64_t>(<uint64_t>ts - <uint64_t>base_ts)
-        cdef int32_t off_delta = <int32_t>(off - self._base_offset)
-        cdef bint attributes = not self._attributes & ATTR_NO_RECORD_ATTRIBUTES
-        cdef Py_ssize_t body = (attributes + kc_sizeof_varlong(ts_delta)
-                                + kc_sizeof_varint(off_delta)
+            planned.size = (4 + 1 + 1 + (8 if self._magic == 1 else 0) + 4 + max(k.size, 0)
+                            + 4 + max(v.size, 0))
+            if planned.size > INT32_MAX - LOG_OVERHEAD:
+                raise RecordTooLargeError(f"a message of {planned.size} bytes is too large")
+            return 0
+        planned.base_ts = (ts if self._count == 0 and not self._has_delete_horizon
+                           else self._base_timestamp)
+        cdef int64_t ts_delta = <int64_t>(<uint64_t>ts - <uint64_t>planned.base_ts)
+        cdef Py_ssize_t body = (<bint>(not self._attributes & ATTR_NO_RECORD_ATTRIBUTES)
+                                + kc_sizeof_varlong(ts_delta)
+                                + kc_sizeof_varint(<int32_t>(off - self._base_offset))
                                 + _field_size(k) + _field_size(v)
                                 + kc_sizeof_varint(<int32_t>n_headers))
         cdef Py_ssize_t i
@@ -537,7 +580,38 @@ cdef class BatchBuilder:
             body += _field_size(hk[i]) + _field_size(hv[i])
         if body > INT32_MAX - MAX_VARINT:
             raise RecordTooLargeError(f"a record of {body} bytes is too large")
+        planned.size = body
+        return 0
 
+    cdef Py_ssize_t _size_after(self, timestamp, offset, _Span k, _Span v, _Span *hk,
+                                _Span *hv, Py_ssize_t n_headers) except -1:
+        """size_in_bytes once this record is appended."""
+        cdef _Planned planned
+        self._plan(timestamp, offset, k, v, hk, hv, n_headers, &planned)
+        if self._magic < 2:
+            return self._len + LOG_OVERHEAD + planned.size
+        cdef Py_ssize_t size = (self.size_in_bytes + kc_sizeof_varint(<int32_t>planned.size)
+                                + planned.size)
+        cdef int64_t last = planned.off
+        if self._magic == 3:   # (the header's varints grow with its last offset and time)
+            if self._stated_last_offset is not None and self._stated_last_offset > last:
+                last = self._stated_last_offset
+            size += _v3_header_size(<int32_t>(last - self._base_offset), planned.base_ts,
+                                    self._header_max_timestamp_with(planned.ts))
+            size -= self._v3_header_size()
+        return size
+
+    cdef int64_t _write_record(self, timestamp, offset, _Span k, _Span v,
+                               _Span *hk, _Span *hv, Py_ssize_t n_headers) except? -2:
+        cdef _Planned planned
+        self._plan(timestamp, offset, k, v, hk, hv, n_headers, &planned)
+        if self._magic < 2:
+            return self._write_legacy(planned.ts, planned.off, planned.size, k, v)
+        cdef int64_t ts = planned.ts, off = planned.off, base_ts = planned.base_ts
+        cdef Py_ssize_t body = planned.size, i
+        cdef bint attributes = not self._attributes & ATTR_NO_RECORD_ATTRIBUTES
+        cdef int64_t ts_delta = <int64_t>(<uint64_t>ts - <uint64_t>base_ts)
+        cdef int32_t off_delta = <int32_t>(off - self._base_offset)
         cdef uint8_t *p = self._reserve(MAX_VARINT + body)
         cdef uint8_t *start = p
         p += kc_write_varint(p, <int32_t>body)
@@ -561,15 +635,12 @@ cdef class BatchBuilder:
             self._max_timestamp = ts
         return off
 
-    cdef int64_t _write_legacy(self, int64_t ts, int64_t off, _Span k, _Span v) except? -2:
-        """Append one magic 0/1 log entry (LegacyRecord.write); a compressed set's inner
-        offsets are relative for magic 1, absolute for magic 0, as Java writes them."""
+    cdef int64_t _write_legacy(self, int64_t ts, int64_t off, Py_ssize_t message, _Span k,
+                               _Span v) except? -2:
+        """Append one magic 0/1 log entry (LegacyRecord.write) of ``message`` bytes (as
+        _plan sized it); a compressed set's inner offsets are relative for magic 1, absolute
+        for magic 0, as Java writes them."""
         cdef bint v1 = self._magic == 1
-        cdef Py_ssize_t key_size = max(k.size, 0)
-        cdef Py_ssize_t value_size = max(v.size, 0)
-        cdef Py_ssize_t message = 4 + 1 + 1 + (8 if v1 else 0) + 4 + key_size + 4 + value_size
-        if message > INT32_MAX - LOG_OVERHEAD:
-            raise RecordTooLargeError(f"a message of {message} bytes is too large")
         if self._attributes & ATTR_LOG_APPEND_TIME:
             ts = self._log_append_time
         cdef uint8_t *p = self._reserve(LOG_OVERHEAD + message)

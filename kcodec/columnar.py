@@ -180,7 +180,8 @@ def _decode_groups(groups: Sequence[Sequence[Framed]], want: int, threads: int,
     return run_in_order(work, groups, threads)
 
 
-def _at_least_one(**counts: int) -> None:
+def check_at_least_one(**counts: int) -> None:
+    """ValueError for a count under 1 (each given by its argument's name)."""
     for name, count in counts.items():
         if count < 1:
             raise ValueError(f"{name} must be 1 or more, not {count}")
@@ -260,7 +261,7 @@ def decode_columns(data: Any, *, columns: Iterable[str] | None = None,
 
     Bad input raises what :func:`read_batches` raises for the first bad batch decoded.
     """
-    _at_least_one(threads=threads)
+    check_at_least_one(threads=threads)
     frame, select, _, want, options = _prepare(data, columns, include_headers, metadata,
                                                offsets, timestamps, include_control,
                                                aborted_transactions, validate_crc, strict,
@@ -398,7 +399,7 @@ def iter_columns(data: Any, *, chunk_records: int = 1 << 20,
     ``chunk_records`` records (whole Kafka batches), with the options of
     :func:`iter_arrow`: memory follows the chunk, not the input, and with ``threads`` each
     thread decodes chunks of its own, which are not joined."""
-    _at_least_one(threads=threads, chunk_records=chunk_records)
+    check_at_least_one(threads=threads, chunk_records=chunk_records)
     frame, select, _, want, options = _prepare(
         data, columns, include_headers, metadata, offsets, timestamps, include_control,
         aborted_transactions, validate_crc, strict, max_decompressed_size, allow_magic3,
@@ -427,7 +428,7 @@ def iter_arrow(data: Any, *, chunk_records: int = 1 << 20, topic: str | None = N
     where they are: in ``data`` (which the arrays then keep alive) and in each compressed
     batch's decompressed records (kept, framing included, as long as the arrays live).
     """
-    _at_least_one(threads=threads, chunk_records=chunk_records)
+    check_at_least_one(threads=threads, chunk_records=chunk_records)
     frame, select, names, want, options = _prepare(
         data, columns, include_headers, metadata, offsets, timestamps, include_control,
         aborted_transactions, validate_crc, strict, max_decompressed_size, allow_magic3,

@@ -20,7 +20,6 @@ from kcodec._batch import RecordBatch, read_batches
 from kcodec._builder import BatchBuilder, empty_batch
 from kcodec._legacy import LegacyBatch
 from kcodec._record import Record
-from kcodec._varint import encode_varint, encode_varlong
 from kcodec.codecs import LEVEL_RANGES, compressor
 from kcodec.constants import Compression, TimestampType
 from kcodec.errors import (
@@ -105,7 +104,8 @@ def convert(data: Any, *, magic: int, compression: Compression | int | str | Non
     ``plugin`` to compress with, and batches that name a plugin become standard ones with
     any other ``compression``. A ``level`` with each batch's own codec kept applies to the
     codecs that have levels (gzip, lz4, zstd). Plain legacy messages are grouped into v2
-    batches of up to ``max_batch_bytes`` (a larger message alone in its own).
+    batches of up to ``max_batch_bytes`` before compression (a larger message alone in its
+    own).
     """
     if on_loss not in ("warn", "raise", "ignore"):
         raise ValueError("on_loss is 'warn', 'raise' or 'ignore'")
@@ -272,18 +272,6 @@ def _count_header_losses(batch: RecordBatch, rep: ConversionReport) -> None:
     rep.leader_epochs_dropped += batch.partition_leader_epoch != -1
 
 
-def _v2_record_size(record: Record, offset_delta: int, timestamp_delta: int) -> int:
-    """The bytes a record without headers (a legacy message's) takes in a v2 batch (a
-    magic-3 one takes one fewer: no attributes byte)."""
-    body = (2 + len(encode_varint(offset_delta)) + len(encode_varlong(timestamp_delta))
-            + _field_size(record.key) + _field_size(record.value))
-    return len(encode_varint(body)) + body
-
-
-def _field_size(field: Any) -> int:
-    return 1 if field is None else len(encode_varint(len(field))) + len(field)
-
-
 def check_writable(records: Sequence[Record], position: int, *, offsets: bool = True,
                    timestamps: bool = True, legacy: bool = False,
                    base_offset: int | None = None) -> None:
@@ -393,7 +381,7 @@ def _up_converted(first: LegacyBatch, rest: Iterator[Entry], magic: int, target:
     log_append_time = (max(r.timestamp for r in first)
                        if first.timestamp_type == TimestampType.LOG_APPEND_TIME else None)
     builder: BatchBuilder | None = None
-    base_offset = base_timestamp = 0
+    base_offset = 0
     seen: list[Record] = []   # the record before, for check_writable's order check
     for entry in itertools.chain([first], rest):
         rep.batches_in += 1
@@ -402,9 +390,9 @@ def _up_converted(first: LegacyBatch, rest: Iterator[Entry], magic: int, target:
             seen = [r]
             rep.records += 1
             if builder is not None and not (
-                    r.offset - base_offset <= MAX_OFFSET_DELTA and builder.size_in_bytes
-                    + _v2_record_size(r, r.offset - base_offset, r.timestamp - base_timestamp)
-                    <= max_batch_bytes):
+                    r.offset - base_offset <= MAX_OFFSET_DELTA
+                    and builder.size_after(r.value, key=r.key, timestamp=r.timestamp,
+                                           offset=r.offset) <= max_batch_bytes):
                 rep.batches_out += 1
                 yield builder.build()
                 builder = None
@@ -415,7 +403,7 @@ def _up_converted(first: LegacyBatch, rest: Iterator[Entry], magic: int, target:
                     timestamp_type=(TimestampType.CREATE_TIME if log_append_time is None
                                     else TimestampType.LOG_APPEND_TIME),
                     log_append_time=log_append_time)
-                base_offset, base_timestamp = r.offset, r.timestamp
+                base_offset = r.offset
             builder.append(r.value, key=r.key, timestamp=r.timestamp, offset=r.offset)
     if builder is not None:
         rep.batches_out += 1

@@ -52,6 +52,7 @@ PARTITION_FILE = re.compile(r"^(\d{20}\.(log|index|timeindex|txnindex|snapshot)"
                             r"|partition\.metadata|\d{20}-\d{10}\.checkpoint(\.(part|deleted))?"
                             r"|quorum-state)$")
 PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]*")
 RENAMED_SUFFIX = re.compile(r"\.[0-9a-f]{32}-(delete|future|stray)$")
 # the indexes hold offsets relative to their segment's base offset, as int32
 MAX_RELATIVE_OFFSET = (1 << 31) - 1
@@ -146,7 +147,7 @@ def check_index_sanity(path: str | os.PathLike[str], base_offset: int,
     to decide whether to rebuild them."""
     data = Path(path).read_bytes()
     name = os.path.abspath(path) if name is None else name
-    if Path(path).suffix == ".timeindex":
+    if Path(path).name.removesuffix(".swap").endswith(".timeindex"):   # (.swap: see companion)
         count = len(data) // TIME_INDEX_ENTRY.size
         if count:
             first = TIME_INDEX_ENTRY.unpack_from(data, 0)[0]
@@ -194,9 +195,9 @@ def fetch_aborted(aborted: Iterable[AbortedTransaction], offset: int) -> list[tu
 def last_stable_offset(logs: Sequence[str | os.PathLike[str]],
                        stop: tuple[int, int] | None = None) -> int | None:
     """The first offset of the earliest transaction still open at the end of a partition's
-    segments ``logs`` (in offset order; a transactional batch with no COMMIT or ABORT marker
-    of its producer after it), or None when none is open: where a read_committed consumer
-    stops, whatever follows. Found from the batch headers alone (runs of other batches
+    segments ``logs`` (in offset order; a transactional batch of a producer, id 0 or more,
+    with no COMMIT or ABORT marker of it after it), or None when none is open: where a
+    read_committed consumer stops, whatever follows. Found from the batch headers alone (runs of other batches
     framed without an object each). ``stop``, (segment index, byte position), is where the
     partition ends in damage, as a broker's recovery truncates it: nothing from there on
     counts (a marker after it closes no transaction)."""
@@ -209,7 +210,9 @@ def last_stable_offset(logs: Sequence[str | os.PathLike[str]],
             try:
                 for entry in read_entries_for_columns(segment.data, log_file=True,
                                                       preallocated=True, stop=end):
-                    if not (isinstance(entry, RecordBatch) and entry.is_transactional):
+                    # (a broker keeps producer state of batches with a producer id only)
+                    if not (isinstance(entry, RecordBatch) and entry.is_transactional
+                            and entry.producer_id >= 0):
                         continue
                     if entry.is_control:
                         open_since.pop(entry.producer_id, None)
@@ -242,14 +245,20 @@ def is_segment_file(path: str | os.PathLike[str]) -> bool:
     return bool(SEGMENT_NAME.match(name) or SWAP_SEGMENT_NAME.match(name))
 
 
-def _segment_paths(directory: Path) -> list[Path]:
-    """A partition directory's segments, in offset order, as a broker loads them: an
-    interrupted swap completed (LogLoader), its ``.log.swap`` segments in place of the
-    segments whose base offsets lie in the offsets they hold (those the cleaner or a split
-    replaced, which the broker deletes), but for swaps from the first ``.cleaned`` file's
-    offset on (of a split that had not finished, which it deletes)."""
-    plain = [p for p in directory.glob("*.log") if SEGMENT_NAME.match(p.name)]
-    swaps = [p for p in directory.glob("*.log.swap") if SWAP_SEGMENT_NAME.match(p.name)]
+def _segment_paths(directory: Path, found: Sequence[Path] | None = None) -> list[Path]:
+    """A partition directory's segments (of its files, or of ``found`` there when given),
+    in offset order, as a broker loads them: an interrupted swap completed (LogLoader), its
+    ``.log.swap`` segments in place of the segments whose base offsets lie in the offsets
+    they hold (those the cleaner or a split replaced, which the broker deletes), but for
+    swaps from the first ``.cleaned`` file's offset on (of a split that had not finished,
+    which it deletes)."""
+    files = directory.glob("*.log*") if found is None else found
+    plain, swaps = [], []
+    for p in files:
+        if SEGMENT_NAME.match(p.name):
+            plain.append(p)
+        elif SWAP_SEGMENT_NAME.match(p.name):
+            swaps.append(p)
     if swaps:
         cleaned = [int(match.group(1)) for f in directory.glob("*.cleaned")
                    if (match := re.match(r"^(\d+)\.", f.name))]
@@ -309,6 +318,10 @@ class Segment:
         self.index = read_offset_index(index_path, self.base_offset) if index_path.exists() else []
         self.time_index = (read_time_index(time_path, self.base_offset)
                            if time_path.exists() else [])
+        # first offsets of the compressed legacy wrappers index entries point at, by position
+        # and decompression limit (None: not decodable within it), each decompressed once
+        # however many entries point there
+        self._wrapper_first: dict[tuple[int, int | None], int | None] = {}
 
     @property
     def size(self) -> int:
@@ -333,12 +346,14 @@ class Segment:
         """The whole log, mapped (no copy)."""
         return memoryview(self._map) if self._map is not None else memoryview(b"")
 
-    def framed_data(self) -> memoryview:
+    def framed_data(self, max_decompressed_size: int | None = None) -> memoryview:
         """:attr:`data`, without the tail where Kafka's framing of a log file ends but a
         buffer's (the columnar decoders') would fail (see read_batches' ``log_file``); the
-        tail found by framing from the last offset index entry that points at a batch."""
-        reader = read_entries_for_columns(self.data, start=self.position_of(INT64_MAX),
-                                          log_file=True, preallocated=True)
+        tail found by framing from the last offset index entry that points at a batch
+        (:meth:`points_at_batch`)."""
+        start = self.position_of(INT64_MAX, max_decompressed_size)
+        reader = read_entries_for_columns(self.data, start=start, log_file=True,
+                                          preallocated=True)
         try:
             for _ in reader:
                 pass
@@ -379,34 +394,53 @@ class Segment:
         end, after, broken = self.framing()
         return (end, after) if after and not broken else None
 
-    def position_of(self, offset: int) -> int:
+    def position_of(self, offset: int, max_decompressed_size: int | None = None) -> int:
         """Where to start reading for ``offset``: the position of the greatest offset index
         entry at or below it that points at a batch (0 when none does). An entry that does
         not (a damaged index: past the log's end, negative, inside a batch or at a batch
         past its offset) is passed over, as Kafka's recovery rebuilds such an index;
-        :meth:`verify_indexes` names it."""
+        :meth:`verify_indexes` names it. See :meth:`points_at_batch` for
+        ``max_decompressed_size``."""
         keys = [e.offset for e in self.index]
         for i in range(bisect.bisect_right(keys, offset) - 1, -1, -1):
-            if self.points_at_batch(self.index[i]):
+            if self.points_at_batch(self.index[i], max_decompressed_size):
                 return self.index[i].position
         return 0
 
-    def points_at_batch(self, entry: IndexEntry) -> bool:
+    def points_at_batch(self, entry: IndexEntry,
+                        max_decompressed_size: int | None = None) -> bool:
         """Whether a whole batch starts at ``entry``'s position, its CRC right (bytes inside
         a batch can look like one), and one starting at or before the entry's offset (Kafka
         indexes a batch by its last offset; brokers before 2.0, by the first offset of what
-        they appended)."""
+        they appended). A compressed legacy wrapper ending before the entry's offset is
+        not decompressed; one that must be, for its first offset, is decompressed once
+        (within ``max_decompressed_size``: else the entry is passed over)."""
         if not 0 <= entry.position < self.size:
             return False
         try:
             batch = next(read_batches(self.data, start=entry.position, log_file=True), None)
-            return batch is not None and batch.base_offset <= entry.offset
-        except KcodecError:   # (a legacy wrapper is decoded for its first offset)
+        except KcodecError:
             return False
+        if batch is None:
+            return False
+        if batch.last_offset <= entry.offset:   # (so does its first)
+            return True
+        if not (isinstance(batch, LegacyBatch) and batch.is_compressed):
+            return batch.base_offset <= entry.offset
+        key = (entry.position, max_decompressed_size)
+        if key not in self._wrapper_first:
+            try:
+                self._wrapper_first[key] = next(read_batches(
+                    self.data, start=entry.position, log_file=True,
+                    max_decompressed_size=max_decompressed_size)).base_offset
+            except KcodecError:
+                self._wrapper_first[key] = None
+        first = self._wrapper_first[key]
+        return first is not None and first <= entry.offset
 
     def seek(self, offset: int, **options: Any) -> Iterator[Entry]:
         """Batches from the one holding ``offset`` on (using the offset index)."""
-        start = self.position_of(offset)
+        start = self.position_of(offset, options.get("max_decompressed_size"))
         for entry in self.reader(start, **options):
             if entry.last_offset >= offset:
                 yield entry
@@ -530,6 +564,21 @@ def _damage_after_batches(position: int, size: int) -> CorruptRecordError:
                               "is not its partition's last are damage", position=position)
 
 
+def check_topic(topic: str) -> None:
+    """ValueError, with Kafka's reason, for a name Kafka refuses as a topic's
+    (``Topic.validate``): empty, ``.`` or ``..``, over 249 characters, or with characters
+    other than ASCII letters and digits, ``.``, ``_`` and ``-``."""
+    reason = ("the empty string is not allowed" if not topic
+              else f"'{topic}' is not allowed" if topic in (".", "..")
+              else f"the length of '{topic}' is longer than the max allowed length 249"
+              if len(topic.encode("utf-16-le", "surrogatepass")) // 2 > 249   # (Java's length)
+              else f"'{topic}' contains one or more characters other than ASCII "
+                   "alphanumerics, '.', '_' and '-'" if not TOPIC_CHARS.fullmatch(topic)
+              else None)
+    if reason is not None:
+        raise ValueError(f"Topic name is invalid: {reason}")
+
+
 def partition_of(directory: str | os.PathLike[str]) -> tuple[str, int] | None:
     """(topic, partition) from a ``<topic>-<partition>`` directory name (split at the last -),
     also when renamed ``<topic>-<partition>.<uuid>-delete`` (or ``-future``, ``-stray``)."""
@@ -587,7 +636,8 @@ class Partition:
                     reader = segment.reader(**options)
                     yield from reader
                 else:
-                    reader = segment.reader(segment.position_of(start_offset), **options)
+                    reader = segment.reader(segment.position_of(
+                        start_offset, options.get("max_decompressed_size")), **options)
                     yield from (entry for entry in reader if entry.last_offset >= start_offset)
                 if following is not None and reader.trailing_bytes:
                     raise _damage_after_batches(reader.valid_bytes, reader.trailing_bytes)
@@ -650,7 +700,7 @@ def _iter_partition(directory: str | os.PathLike[str],
                     "here on do not frame whole batches", position=damage[1])
         pending = fetch_aborted(aborted, base) if read_committed else None
         with Segment(path) as segment, naming(path):
-            framed = segment.framed_data()
+            framed = segment.framed_data(options.get("max_decompressed_size"))
             yield from decode(framed, offsets=offsets, aborted_transactions=pending, **options)
             if following is not None and len(framed) < segment.size:
                 raise _damage_after_batches(len(framed), segment.size - len(framed))
@@ -694,9 +744,12 @@ def segment_files(root: str | os.PathLike[str]) -> list[tuple[Path, list[Path]]]
         return [(top.parent, [top])]
     if not top.exists():
         raise FileNotFoundError(f"no such file or directory: {top}")
-    directories = {log.parent for log in top.rglob("*.log*")
-                   if is_segment_file(log) and not set_aside(log, top)}
-    return [(directory, _segment_paths(directory)) for directory in sorted(directories)]
+    found: dict[Path, list[Path]] = {}
+    for log in top.rglob("*.log*"):
+        if is_segment_file(log) and not set_aside(log, top):
+            found.setdefault(log.parent, []).append(log)
+    return [(directory, _segment_paths(directory, found[directory]))
+            for directory in sorted(found)]
 
 
 def set_aside(path: Path, top: Path) -> bool:
@@ -913,7 +966,8 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 
 
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
-           "aborted_transactions", "base_offset_of", "check_index_sanity", "companion",
+           "aborted_transactions", "base_offset_of", "check_index_sanity", "check_topic",
+           "companion",
            "fetch_aborted", "first_damage", "is_segment_file", "iter_partition_arrow",
            "iter_partition_columns", "merged_segment_files", "open_path", "partial_tails",
            "partition_of", "read_log", "read_offset_index", "read_time_index",

@@ -177,11 +177,39 @@ def test_integer_fields_take_integers_only() -> None:
         kcodec.empty_batch(base_offset=0, last_offset=two, max_timestamp=TS)
     with pytest.raises(ValueError, match="int32"):
         kcodec.empty_batch(base_offset=0, last_offset=1 << 31, max_timestamp=TS)
+    with pytest.raises(ValueError, match="int32"):   # (past the largest offset)
+        kcodec.BatchBuilder(magic=3, base_offset=2**63 - 10, last_offset=2**63 + 90)
     for encode in (kcodec.encode_varint, kcodec.encode_varlong):
         with pytest.raises(TypeError):
             encode(two)
     with pytest.raises(TypeError):
         kcodec.decode_varint(b"\x00\x00", two)
+
+
+@pytest.mark.parametrize("magic", [0, 1, 2, 3])
+@pytest.mark.parametrize("options", [{}, {"compression": "gzip"}, {"last_offset": 10**6},
+                                     {"timestamp_type": TimestampType.LOG_APPEND_TIME,
+                                      "log_append_time": TS}])
+def test_size_after_is_the_size_an_append_makes(magic: int, options: dict[str, Any]) -> None:
+    """size_after says what size_in_bytes becomes (a KIP-931 header's varints growing
+    too), as Kafka's hasRoomFor decides whether a record fits, and appends nothing."""
+    if magic < 2 and "last_offset" in options:
+        return
+    builder = kcodec.BatchBuilder(magic=magic, **options)
+    for i in range(200):
+        key = None if i % 3 == 0 else b"k" * (i % 7)
+        value = None if i % 11 == 0 else b"v" * (i * 37 % 600)
+        headers = [("h", b"x" * i)] if magic >= 2 and i % 5 == 0 else []
+        when, offset = TS + i * 1_000_003, i * 1000
+        expected = builder.size_after(value, key=key, timestamp=when, headers=headers,
+                                      offset=offset)
+        assert builder.record_count == i
+        builder.append(value, key=key, timestamp=when, headers=headers, offset=offset)
+        assert builder.size_in_bytes == expected, i
+    with pytest.raises(ValueError, match="offsets must increase"):
+        builder.size_after(b"v", timestamp=TS, offset=0)
+    if magic >= 2 and "compression" not in options:
+        assert len(builder.build()) == builder.size_in_bytes
 
 
 def test_a_negative_delete_horizon_is_none_as_javas_builder_takes_it() -> None:

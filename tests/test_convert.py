@@ -238,6 +238,10 @@ def test_plain_legacy_messages_group_into_v2_batches() -> None:
     # each batch as full as the limit lets it be, a record more passing it
     record = len(batches[0].buffer) // batches[0].record_count   # (61 B of header rounded down)
     assert all(20_000 - record < len(b.buffer) <= 20_000 for b in batches[:-1])
+    for magic in (2, 3):   # (a KIP-931 header grows with its records)
+        out = kcodec.convert(legacy, magic=magic, max_batch_bytes=5000)
+        sizes = [b.size for b in kcodec.read_batches(out, allow_magic3=True)]
+        assert max(sizes) <= 5000 and min(sizes[:-1]) > 5000 - record
     four = legacy[:4 * len(next(iter(kcodec.read_batches(legacy))).buffer)]
     for limit in (1, 150):   # a message larger than the limit goes alone
         out = kcodec.convert(four, magic=2, max_batch_bytes=limit)

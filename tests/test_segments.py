@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import struct
@@ -25,6 +26,7 @@ from kcodec import segments
 from kcodec.cli import build_parser, main
 from kcodec.dump import batch_json, batch_line, write_json
 
+from .columnar_rows import transactional_batch, txn_marker
 from .conftest import real_segments, shared_path, write_transactional_partition
 
 TS = 1700000000000
@@ -209,17 +211,11 @@ def test_a_partial_batch_ending_an_earlier_segment_is_damage(tmp_path: Path) -> 
     read_committed read ends there, a marker past it closing nothing."""
     from kcodec import ControlType
     from kcodec.errors import CorruptRecordError
-    txn = kcodec.BatchBuilder(producer_id=1, producer_epoch=0, base_sequence=0,
-                              is_transactional=True)
-    txn.append(b"a", timestamp=TS)
-    txn.append(b"b", timestamp=TS)
-    commit = kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=1,
-                                                producer_epoch=0, coordinator_epoch=0,
-                                                base_offset=2)
     plain = kcodec.BatchBuilder(base_offset=3)
     plain.append(b"plain", timestamp=TS)
-    target = segments.write_partition(tmp_path / "t-0", [txn.build(), commit, plain.build()],
-                                      segment_bytes=1)   # a segment a batch
+    target = segments.write_partition(tmp_path / "t-0", [
+        transactional_batch(1, 0, b"a", b"b"), txn_marker(ControlType.COMMIT, 1, 2),
+        plain.build()], segment_bytes=1)   # a segment a batch
     first = target / f"{0:020d}.log"
     size = first.stat().st_size
     with first.open("ab") as log:
@@ -266,7 +262,9 @@ def test_an_interrupted_swap_is_read_as_a_broker_completes_it(tmp_path: Path) ->
     def name(base: int, suffix: str) -> Path:
         return target / f"{base:020d}{suffix}"
     name(0, ".log.swap").write_bytes(two_record_batch(0) + two_record_batch(2))
-    name(0, ".index.swap").write_bytes(struct.pack(">ii", 2, 69))
+    second = len(two_record_batch(0))
+    name(0, ".index.swap").write_bytes(struct.pack(">ii", 3, second))
+    name(0, ".timeindex.swap").write_bytes(struct.pack(">qi", TS + 3, 3))
     name(0, ".txnindex.swap").write_bytes(segments.TXN_ENTRY.pack(0, 9, 1, 3, 1))
     name(2, ".txnindex").write_bytes(segments.TXN_ENTRY.pack(0, 8, 2, 3, 2))   # replaced
     for suffix in (".log", ".index", ".timeindex"):
@@ -276,7 +274,8 @@ def test_an_interrupted_swap_is_read_as_a_broker_completes_it(tmp_path: Path) ->
         assert [s.path.name for s in partition.segments] == [name(0, ".log.swap").name,
                                                              name(4, ".log").name]
         assert [r.offset for b in partition.batches() for r in b] == expected
-        assert partition.segments[0].index == [segments.IndexEntry(2, 69)]
+        assert partition.segments[0].index == [segments.IndexEntry(3, second)]
+        assert partition.segments[0].verify_indexes() == []   # (a .timeindex.swap's 12 B)
         assert [t.producer_id for t in partition.aborted_transactions()] == [9]
         assert [b.base_offset for b in partition.batches(start_offset=3)] == [2, 4]
     assert [o for c in segments.iter_partition_arrow(target)
@@ -321,15 +320,9 @@ def test_a_segment_named_alone_is_read_committed_as_its_partition(tmp_path: Path
     from kcodec import ControlType
     from kcodec.errors import CorruptRecordError
     from kcodec.export import export_segments
-    txn = kcodec.BatchBuilder(producer_id=7, producer_epoch=0, base_sequence=0,
-                              is_transactional=True)
-    txn.append(b"a", timestamp=TS)
-    txn.append(b"b", timestamp=TS)
-    commit = kcodec.BatchBuilder.end_txn_marker(ControlType.COMMIT, producer_id=7,
-                                                producer_epoch=0, coordinator_epoch=0,
-                                                base_offset=4)
-    target = segments.write_partition(tmp_path / "t-0", [txn.build(), two_record_batch(2),
-                                                         commit], segment_bytes=160)
+    target = segments.write_partition(tmp_path / "t-0", [
+        transactional_batch(7, 0, b"a", b"b"), two_record_batch(2),
+        txn_marker(ControlType.COMMIT, 7, 4)], segment_bytes=160)
     first, last = sorted(target.glob("*.log"))
     for read_committed in (False, True):
         assert [o for c in segments.iter_partition_arrow(target, [first],
@@ -342,6 +335,60 @@ def test_a_segment_named_alone_is_read_committed_as_its_partition(tmp_path: Path
     with pytest.raises(CorruptRecordError, match="ends in damage here") as caught:
         list(segments.iter_partition_arrow(target, [last]))
     assert caught.value.__notes__ == [f"in {first}"]
+
+
+def test_a_transaction_needs_a_producer_id_to_be_open(tmp_path: Path) -> None:
+    """A broker keeps producer state, and so its last stable offset, from batches with a
+    producer id only: a transactional batch without one opens nothing."""
+    orphan = kcodec.BatchBuilder(is_transactional=True)
+    orphan.append(b"a", timestamp=TS)
+    target = segments.write_partition(tmp_path / "t-0", [orphan.build(), two_record_batch(1)])
+    assert segments.last_stable_offset(sorted(target.glob("*.log"))) is None
+    assert [o for c in segments.iter_partition_arrow(target, read_committed=True)
+            for o in c.column("offset").to_pylist()] == [0, 1, 2]
+
+
+def test_index_entries_below_a_wrapper_decompress_it_once_within_the_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entries of a damaged (or pre-2.0) index whose offset lies below a compressed legacy
+    wrapper's last need its first offset: the wrapper is decompressed once, within the
+    reader's limit, however many entries point at it; entries at or past its last offset
+    need no decompressing."""
+    wrapper = kcodec.BatchBuilder(magic=1, compression="gzip", base_offset=100)
+    for i in range(100):
+        wrapper.append(b"x" * 1000, timestamp=TS, offset=100 + i)
+    target = segments.write_partition(tmp_path / "t-0", [wrapper.build()])
+    log = target / f"{100:020d}.log"
+    (target / f"{100:020d}.index").write_bytes(struct.pack(">ii", -95, 0) * 50)
+    limited = []
+    real = kcodec.read_batches
+
+    def counting(*args: Any, **options: Any) -> Any:
+        limited.append(options.get("max_decompressed_size"))
+        return real(*args, **options)
+    monkeypatch.setattr(segments, "read_batches", counting)
+    with segments.Segment(log) as segment:
+        assert segment.position_of(300, max_decompressed_size=1000) == 0   # (passed over)
+        assert limited.count(1000) == 1
+        assert segment.position_of(300, max_decompressed_size=1000) == 0
+        assert limited.count(1000) == 1   # (decided once for that limit)
+        assert segment.points_at_batch(segments.IndexEntry(150, 0))   # (no limit: it is)
+        assert segment.points_at_batch(segments.IndexEntry(199, 0))
+    with segments.Partition(target) as partition:
+        assert sum(b.record_count for b in partition.batches(start_offset=150,
+                                                              validate_crc=False)) == 100
+
+
+def test_topic_names_as_kafka_validates_them() -> None:
+    for topic in ("orders", "a.b_c-1", "x" * 249):
+        segments.check_topic(topic)
+    for topic, reason in [("", "the empty string is not allowed"), (".", "'.' is not allowed"),
+                          ("x" * 250, "longer than the max allowed length 249"),
+                          ("\U0001f600" * 125, "longer than"),   # (Java counts UTF-16 units)
+                          ("orders\n", "contains one or more characters other than"),
+                          ("../x", "contains one or more"), ("é", "contains one or more")]:
+        with pytest.raises(ValueError, match=f"(?s)Topic name is invalid: .*{re.escape(reason)}"):
+            segments.check_topic(topic)
 
 
 def test_write_partition_rolls_and_indexes_as_a_broker(tmp_path: Path) -> None:

@@ -555,6 +555,42 @@ def test_writer_output_reads_back(spark: Any, tmp_path: Path, magic: int, codec:
             write_log(unplaced, str(tmp_path / "unplaced"), codec)
 
 
+def test_write_log_writes_every_partition_or_none(spark: Any, tmp_path: Path) -> None:
+    """The executors write aside and the driver renames the partitions into place once the
+    job succeeded: a partition already there, a topic Kafka refuses (one that would lead
+    out of the path among them) or a null topic or partition leaves nothing written; counts
+    under 1 and a timestamp column of numbers are refused."""
+    from pyspark.sql import functions as F
+
+    from kcodec.spark.functions import build_batches, write_log
+    frame = (spark.createDataFrame([(b"v%d" % i, i % 2) for i in range(4)],
+                                   "value binary, partition int")
+             .withColumn("topic", F.lit("t")))
+    out = tmp_path / "out"
+    (out / "t-1").mkdir(parents=True)
+    with pytest.raises(Exception, match="t-1 exists"):
+        write_log(frame, str(out))
+    assert [p.name for p in out.iterdir()] == ["t-1"]   # (and no hidden staging left)
+    written = write_log(frame.where("partition = 0"), str(out))
+    assert [(w.path, w.records) for w in written] == [(str(out / "t-0"), 2)]
+    for column, value, match in [("topic", F.lit("../../escaped"), "characters other than"),
+                                 ("topic", F.lit(None).cast("string"), "null topic"),
+                                 ("partition", F.lit(None).cast("int"), "null partition")]:
+        with pytest.raises(Exception, match=match):
+            write_log(frame.withColumn(column, value), str(tmp_path / "bad"))
+        assert not any(tmp_path.glob("*bad*")) and not any(tmp_path.glob("*escaped*"))
+    with pytest.raises(ValueError, match="batch_records must be 1 or more"):
+        write_log(frame, str(tmp_path / "none"), batch_records=0)
+    with pytest.raises(ValueError, match="batch_records must be 1 or more"):
+        build_batches(frame, batch_records=-1)
+    numbers = frame.withColumn("timestamp", F.lit(1_700_000_000_123))
+    with pytest.raises(Exception, match="not a timestamp"):
+        build_batches(numbers).collect()
+    stamped = frame.withColumn("timestamp", F.timestamp_millis(F.lit(1_700_000_000_123)))
+    (batch,) = [r.batch for r in build_batches(stamped.where("partition = 0")).collect()]
+    assert [r.timestamp for b in kcodec.read_batches(batch) for r in b] == [1_700_000_000_123] * 2
+
+
 def test_study_includes_plugins_shipped_to_executors(spark: Any, tmp_path: Path) -> None:
     from kcodec import plugins
     from kcodec.spark.study import compression_study, default_configs, markdown_table

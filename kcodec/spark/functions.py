@@ -12,11 +12,14 @@
 from collections.abc import Iterator
 from typing import Any
 
+from kcodec.columnar import check_at_least_one
 from kcodec.errors import KcodecError
 from kcodec.spark.source import HEADERS_SCHEMA, SPARK_SCHEMA
 
 BATCH_SCHEMA = "topic string, partition int, base_offset long, records int, batch binary"
 WRITTEN_SCHEMA = "topic string, partition int, batches long, records long, bytes long, path string"
+#: An Arrow timestamp's unit to milliseconds: (units per ``ms`` milliseconds, ``ms``).
+_UNIT_TO_MS = {"s": (1, 1000), "ms": (1, 1), "us": (1000, 1), "ns": (1_000_000, 1)}
 
 
 def explode_batches(frame: Any, column: str = "batch", *, topic: str | None = None,
@@ -70,9 +73,14 @@ def whole_entries(rows: list[bytes]) -> bytes:
 
 
 def epoch_millis(column: Any) -> list[int | None]:
-    """An Arrow timestamp column as Kafka timestamps (ms since the epoch), exactly."""
+    """An Arrow timestamp column (of any unit) as Kafka timestamps (ms since the epoch),
+    exactly; TypeError for a column of another type (Spark's Kafka writer takes timestamps
+    only: a number could be seconds, milliseconds or microseconds)."""
     import pyarrow as pa
-    return [None if us is None else us // 1000 for us in column.cast(pa.int64()).to_pylist()]
+    if not pa.types.is_timestamp(column.type):
+        raise TypeError(f"the timestamp column is a {column.type}, not a timestamp")
+    times, per, ms = column.cast(pa.int64()).to_pylist(), *_UNIT_TO_MS[column.type.unit]
+    return [None if t is None else t * ms // per for t in times]
 
 
 def ship_plugins(names: Any) -> dict[str, Any]:
@@ -123,6 +131,7 @@ def build_batches(frame: Any, codec: str = "none", *, level: int | None = None,
     else numbered from 0), ``topic`` and ``partition``. ``codec="pluggable"``
     with ``plugin`` compresses with a plugin (shipped to the executors from the driver)."""
     import pyarrow as pa
+    check_at_least_one(batch_records=batch_records)
     shipped = ship_plugins([plugin])
 
     def build(table: Any) -> Any:
@@ -143,34 +152,54 @@ def write_log(frame: Any, path: str, codec: str = "none", *, level: int | None =
               magic: int = 2, batch_records: int = 1000, segment_bytes: int = 1 << 30,
               plugin: str | None = None) -> list[Any]:
     """Write ``frame``'s records as a Kafka log directory under ``path``: a
-    ``<topic>-<partition>`` directory per topic-partition (each written aside and renamed
-    into place; an existing one is never overwritten), segments with their indexes. Returns
-    what was written, a row per partition directory."""
+    ``<topic>-<partition>`` directory per topic-partition (``topic`` and ``partition``
+    columns, by default ``records`` and 0; a topic Kafka would refuse, a null, or a
+    partition under 0 fails the job), segments with their indexes. The executors write in
+    a hidden directory under ``path``, whose partitions the driver renames into place once
+    the job has succeeded: all appear, or none does; an existing one is never overwritten.
+    Returns what was written, a row per partition directory."""
     import os
+    from pathlib import Path
 
     import pyarrow as pa
+    from pyspark.sql import Row
 
-    from kcodec.segments import split_entries, write_partition
+    from kcodec._atomic import directories_together
+    from kcodec.segments import check_topic, split_entries, write_partition
+    check_at_least_one(batch_records=batch_records)
     shipped = ship_plugins([plugin])
+    named = {"topic": "topic" in frame.columns, "partition": "partition" in frame.columns}
 
-    def write(table: Any) -> Any:
+    def write(table: Any, staging: str) -> Any:
         register_shipped(shipped)
         rows = list(_records_to_batches(table, codec, level, magic, batch_records, plugin))
-        topic, partition = rows[0][0] or "records", rows[0][1] or 0
+        topic = rows[0][0] if named["topic"] else "records"
+        partition = rows[0][1] if named["partition"] else 0
+        if topic is None or partition is None:
+            raise ValueError(f"records with a null {'topic' if topic is None else 'partition'}"
+                             f" ({topic!r}, {partition!r}): a log directory is "
+                             "<topic>-<partition>")
+        check_topic(topic)
         if partition < 0:   # (segments read from outside a <topic>-<partition> directory)
             raise ValueError(f"records of {topic!r} with partition {partition}: a log "
                              "directory is <topic>-<partition>, of a partition of 0 or more")
         # uncompressed legacy data is a message a record: entries, not batches
         entries = [entry for row in rows for entry in split_entries(row[4])]
-        target = write_partition(os.path.join(path, f"{topic}-{partition}"), entries,
-                                 segment_bytes=segment_bytes)
+        write_partition(os.path.join(staging, f"{topic}-{partition}"), entries,
+                        segment_bytes=segment_bytes)
         return pa.table({"topic": [topic], "partition": pa.array([partition], pa.int32()),
                          "batches": [len(rows)], "records": [sum(r[3] for r in rows)],
-                         "bytes": [sum(len(r[4]) for r in rows)], "path": [str(target)]})
+                         "bytes": [sum(len(r[4]) for r in rows)],
+                         "path": [f"{topic}-{partition}"]})
 
     keys = [c for c in ("topic", "partition") if c in frame.columns]
-    written: list[Any] = frame.groupBy(*keys).applyInArrow(write, WRITTEN_SCHEMA).collect()
-    return written
+    with directories_together(Path(path)) as place:
+        staging = str(place.staging)
+        written = frame.groupBy(*keys).applyInArrow(lambda table: write(table, staging),
+                                                    WRITTEN_SCHEMA).collect()
+        for row in written:
+            place(row.path)   # (FileExistsError for one already in path: none appears)
+    return [Row(**{**row.asDict(), "path": os.path.join(path, row.path)}) for row in written]
 
 
 def _codec_udf(codec: str, level: int | None, packing: bool, plugin: str | None,

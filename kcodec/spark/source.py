@@ -194,7 +194,7 @@ def plan(paths: Sequence[str], options: Options) -> list[SegmentSlice]:
                 continue   # every offset of this segment is below the range
             if bases[i] >= offsets[1]:
                 continue
-            splits = _splits(log, options.split_bytes)
+            splits = _splits(log, options.split_bytes, options.max_decompressed_size)
             for start, end in splits:
                 if damage is not None and (i, start) > damage:
                     break
@@ -254,7 +254,8 @@ def _offset_range(logs: Sequence[Path], options: Options,
     return lo, hi
 
 
-def _splits(log: Path, split_bytes: int) -> list[tuple[int, int]]:
+def _splits(log: Path, split_bytes: int,
+            max_decompressed_size: int | None) -> list[tuple[int, int]]:
     """Byte ranges of about ``split_bytes`` each, cut where the offset index says a batch
     starts and one does (an entry of a damaged index is passed over, as by seeks)."""
     size = log.stat().st_size
@@ -264,7 +265,7 @@ def _splits(log: Path, split_bytes: int) -> list[tuple[int, int]]:
     with Segment(log) as segment:
         for entry in segment.index:
             if (0 < entry.position < size and entry.position - cuts[-1] >= split_bytes
-                    and segment.points_at_batch(entry)):
+                    and segment.points_at_batch(entry, max_decompressed_size)):
                 cuts.append(entry.position)
     cuts.append(size)
     return list(zip(cuts, cuts[1:]))

@@ -19,6 +19,7 @@ from typing import Any
 
 from kcodec import BatchBuilder, codecs, plugins
 from kcodec._atomic import atomic_file
+from kcodec.columnar import check_at_least_one
 from kcodec.spark.functions import epoch_millis, register_shipped, ship_plugins
 
 #: The configurations studied when none are given: every Kafka codec at a fast, the default
@@ -92,6 +93,8 @@ def compression_study(records: Any, configs: Sequence[tuple[str, int | None]] | 
     from pyspark.sql import functions as F
     configs = default_configs() if configs is None else list(configs)
     batch_records = list(batch_records)
+    for size in batch_records:
+        check_at_least_one(batch_records=size)
     shipped = ship_plugins(_codec_parts(codec)[1] for codec, _ in configs)
 
     def study_partition(batches: Iterator[Any]) -> Iterator[Any]:
