@@ -159,7 +159,7 @@ cdef inline object _whole(object value):
 
 
 cdef inline object _whole_or_none(object value):
-    return value if value is None or type(value) is int else PyNumber_Index(value)
+    return None if value is None else _whole(value)
 
 
 cdef inline Py_ssize_t _v3_header_size(int32_t last_offset_delta, int64_t base_timestamp,
@@ -172,11 +172,12 @@ cdef inline Py_ssize_t _v3_header_size(int32_t last_offset_delta, int64_t base_t
 cdef struct _Planned:
     # a record about to be appended, checked: its timestamp and offset; its size (a v2/v3
     # record: after its length varint; a legacy one: its message, after the log overhead);
-    # the batch's base timestamp with it (v2/v3)
+    # the batch's base timestamp with it, and the record's timestamp delta (v2/v3)
     int64_t ts
     int64_t off
     Py_ssize_t size
     int64_t base_ts
+    int64_t ts_delta
 
 
 cdef int _check_legacy_options(int magic, bint is_transactional, bint is_control,
@@ -569,9 +570,9 @@ cdef class BatchBuilder:
             return 0
         planned.base_ts = (ts if self._count == 0 and not self._has_delete_horizon
                            else self._base_timestamp)
-        cdef int64_t ts_delta = <int64_t>(<uint64_t>ts - <uint64_t>planned.base_ts)
+        planned.ts_delta = <int64_t>(<uint64_t>ts - <uint64_t>planned.base_ts)
         cdef Py_ssize_t body = (<bint>(not self._attributes & ATTR_NO_RECORD_ATTRIBUTES)
-                                + kc_sizeof_varlong(ts_delta)
+                                + kc_sizeof_varlong(planned.ts_delta)
                                 + kc_sizeof_varint(<int32_t>(off - self._base_offset))
                                 + _field_size(k) + _field_size(v)
                                 + kc_sizeof_varint(<int32_t>n_headers))
@@ -610,7 +611,7 @@ cdef class BatchBuilder:
         cdef int64_t ts = planned.ts, off = planned.off, base_ts = planned.base_ts
         cdef Py_ssize_t body = planned.size, i
         cdef bint attributes = not self._attributes & ATTR_NO_RECORD_ATTRIBUTES
-        cdef int64_t ts_delta = <int64_t>(<uint64_t>ts - <uint64_t>base_ts)
+        cdef int64_t ts_delta = planned.ts_delta
         cdef int32_t off_delta = <int32_t>(off - self._base_offset)
         cdef uint8_t *p = self._reserve(MAX_VARINT + body)
         cdef uint8_t *start = p

@@ -43,6 +43,7 @@ SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 #: A segment swapped in by the log cleaner or a segment split, whose swap a broker's stop
 #: interrupted: it completes the swap at start-up (LogLoader), renaming it <offset>.log.
 SWAP_SEGMENT_NAME = re.compile(r"^(\d{20})\.log\.swap$")
+SEGMENT_OR_SWAP_NAME = re.compile(r"^(\d{20})\.log(\.swap)?$")
 #: The files a broker keeps in a partition directory: segments and their indexes, producer
 #: state snapshots (each also renamed on its way out), the leader epochs, the topic id.
 #: A KRaft metadata partition also keeps its snapshots (<offset>-<epoch>.checkpoint, and
@@ -197,8 +198,8 @@ def last_stable_offset(logs: Sequence[str | os.PathLike[str]],
     """The first offset of the earliest transaction still open at the end of a partition's
     segments ``logs`` (in offset order; a transactional batch of a producer, id 0 or more,
     with no COMMIT or ABORT marker of it after it), or None when none is open: where a
-    read_committed consumer stops, whatever follows. Found from the batch headers alone (runs of other batches
-    framed without an object each). ``stop``, (segment index, byte position), is where the
+    read_committed consumer stops, whatever follows. Found from the batch headers alone
+    (runs of other batches framed without an object each). ``stop``, (segment index, byte position), is where the
     partition ends in damage, as a broker's recovery truncates it: nothing from there on
     counts (a marker after it closes no transaction)."""
     open_since: dict[int, int] = {}
@@ -241,8 +242,7 @@ def offset_for_time(logs: Sequence[str | os.PathLike[str]], timestamp: int, *,
 
 def is_segment_file(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is named as a segment (``<20 digits>.log``, or ``.log.swap``)."""
-    name = Path(path).name
-    return bool(SEGMENT_NAME.match(name) or SWAP_SEGMENT_NAME.match(name))
+    return SEGMENT_OR_SWAP_NAME.match(Path(path).name) is not None
 
 
 def _segment_paths(directory: Path, found: Sequence[Path] | None = None) -> list[Path]:
@@ -298,8 +298,7 @@ def companion(log: str | os.PathLike[str], suffix: str) -> Path:
 def base_offset_of(log_path: str | os.PathLike[str]) -> int:
     """A segment's base offset, from its name (``<20 digits>.log`` or ``.log.swap``; 0 for
     other names)."""
-    name = Path(log_path).name
-    match = SEGMENT_NAME.match(name) or SWAP_SEGMENT_NAME.match(name)
+    match = SEGMENT_OR_SWAP_NAME.match(Path(log_path).name)
     return int(match.group(1)) if match else 0
 
 
@@ -558,6 +557,16 @@ def first_damage(logs: Sequence[str | os.PathLike[str]]) -> tuple[int, int] | No
     return None
 
 
+def raise_damage_before(logs: Sequence[Path], damage: tuple[int, int], later: Path) -> None:
+    """CorruptRecordError for reading ``later`` (one of ``logs``), which the partition's
+    first ``damage`` (see :func:`first_damage`) ends the partition before: it names the
+    damaged segment and byte."""
+    with naming(logs[damage[0]]):
+        raise CorruptRecordError(f"the partition ends in damage here, before {later.name}: "
+                                 "the bytes from here on do not frame whole batches",
+                                 position=damage[1])
+
+
 def _damage_after_batches(position: int, size: int) -> CorruptRecordError:
     """The error for a partial batch ending a segment other than its partition's last."""
     return CorruptRecordError(f"the {size} bytes after the last whole batch of a segment that "
@@ -694,10 +703,7 @@ def _iter_partition(directory: str | os.PathLike[str],
         if path not in named or (following is not None and following <= lo):
             continue   # not asked for, or every offset of this segment is below the range
         if damage is not None and i > damage[0]:
-            with naming(whole[damage[0]]):
-                raise CorruptRecordError(
-                    f"the partition ends in damage here, before {path.name}: the bytes from "
-                    "here on do not frame whole batches", position=damage[1])
+            raise_damage_before(whole, damage, path)
         pending = fetch_aborted(aborted, base) if read_committed else None
         with Segment(path) as segment, naming(path):
             framed = segment.framed_data(options.get("max_decompressed_size"))
@@ -967,9 +973,8 @@ def split_entries(data: bytes | memoryview) -> Iterator[bytes]:
 
 __all__ = ["AbortedTransaction", "IndexEntry", "Partition", "Segment", "TimeIndexEntry",
            "aborted_transactions", "base_offset_of", "check_index_sanity", "check_topic",
-           "companion",
-           "fetch_aborted", "first_damage", "is_segment_file", "iter_partition_arrow",
-           "iter_partition_columns", "merged_segment_files", "open_path", "partial_tails",
-           "partition_of", "read_log", "read_offset_index", "read_time_index",
-           "read_transaction_index", "segment_files", "set_aside", "split_entries",
-           "whole_partition", "write_partition"]
+           "companion", "fetch_aborted", "first_damage", "is_segment_file",
+           "iter_partition_arrow", "iter_partition_columns", "merged_segment_files",
+           "open_path", "partial_tails", "partition_of", "raise_damage_before", "read_log",
+           "read_offset_index", "read_time_index", "read_transaction_index", "segment_files",
+           "set_aside", "split_entries", "whole_partition", "write_partition"]

@@ -168,13 +168,13 @@ def write_log(frame: Any, path: str, codec: str = "none", *, level: int | None =
     from kcodec.segments import check_topic, split_entries, write_partition
     check_at_least_one(batch_records=batch_records)
     shipped = ship_plugins([plugin])
-    named = {"topic": "topic" in frame.columns, "partition": "partition" in frame.columns}
+    keys = [c for c in ("topic", "partition") if c in frame.columns]
 
     def write(table: Any, staging: str) -> Any:
         register_shipped(shipped)
         rows = list(_records_to_batches(table, codec, level, magic, batch_records, plugin))
-        topic = rows[0][0] if named["topic"] else "records"
-        partition = rows[0][1] if named["partition"] else 0
+        topic = rows[0][0] if "topic" in keys else "records"
+        partition = rows[0][1] if "partition" in keys else 0
         if topic is None or partition is None:
             raise ValueError(f"records with a null {'topic' if topic is None else 'partition'}"
                              f" ({topic!r}, {partition!r}): a log directory is "
@@ -192,7 +192,6 @@ def write_log(frame: Any, path: str, codec: str = "none", *, level: int | None =
                          "bytes": [sum(len(r[4]) for r in rows)],
                          "path": [f"{topic}-{partition}"]})
 
-    keys = [c for c in ("topic", "partition") if c in frame.columns]
     with directories_together(Path(path)) as place:
         staging = str(place.staging)
         written = frame.groupBy(*keys).applyInArrow(lambda table: write(table, staging),

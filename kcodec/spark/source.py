@@ -22,7 +22,7 @@ from kcodec._batch import read_entries_for_columns
 from kcodec._groups import entry_records
 from kcodec._legacy import LegacyBatch
 from kcodec.columnar import decode_arrow, iter_arrow
-from kcodec.errors import CorruptRecordError, KcodecError, naming
+from kcodec.errors import CorruptRecordError, KcodecError
 from kcodec.segments import (
     AbortedTransaction,
     Segment,
@@ -34,6 +34,7 @@ from kcodec.segments import (
     merged_segment_files,
     offset_for_time,
     partition_of,
+    raise_damage_before,
     whole_partition,
 )
 
@@ -209,13 +210,9 @@ def _fail_if_damaged_before(logs: Sequence[Path], named: Sequence[Path],
     """FAILFAST for segments named without their whole partition, one of which its first
     damage, in an earlier segment, ends the partition before: the error names the damaged
     segment and byte."""
-    damaged, position = damage
-    past = [log for log in named if logs.index(log) > damaged]
+    past = [log for log in named if logs.index(log) > damage[0]]
     if past:
-        with naming(logs[damaged]):
-            raise CorruptRecordError(
-                f"the partition ends in damage here, before {past[0].name}: the bytes from "
-                f"here on do not frame whole batches", position=position)
+        raise_damage_before(logs, damage, past[0])
 
 
 def _segments_under(paths: Sequence[str]) -> list[tuple[Path, list[Path]]]:
